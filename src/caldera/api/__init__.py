@@ -1,0 +1,1 @@
+"""Pure data: quantities, Pods, Nodes, selectors. No I/O besides parsing dicts."""

@@ -1,0 +1,183 @@
+"""Label selectors (metav1.LabelSelector) and node selector terms (v1.NodeSelectorTerm).
+
+Semantics follow k8s.io/apimachinery/pkg/labels and k8s.io/component-helpers nodeaffinity:
+- LabelSelector: matchLabels AND matchExpressions (In, NotIn, Exists, DoesNotExist);
+  an empty selector matches everything, a nil selector matches nothing.
+- NodeSelectorTerm: requirements ANDed (In, NotIn, Exists, DoesNotExist, Gt, Lt), matchFields
+  only on `metadata.name`; an empty term matches nothing; terms are ORed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import InputError
+
+_LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
+_NODE_OPS = _LABEL_OPS | {"Gt", "Lt"}
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    op: str
+    values: tuple[str, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.op
+        if op == "In":
+            return labels.get(self.key) in self.values
+        if op == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        v = labels.get(self.key)
+        if v is None:
+            return False
+        try:
+            lv, rv = int(v), int(self.values[0])
+        except ValueError:
+            return False
+        return lv > rv if op == "Gt" else lv < rv
+
+
+def _requirement(expr, ops: set[str], where: str) -> Requirement:
+    if not isinstance(expr, dict):
+        raise InputError(f"{where}: expected a mapping with key/operator/values")
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if not isinstance(key, str) or not key:
+        raise InputError(f"{where}: 'key' must be a non-empty string")
+    if op not in ops:
+        raise InputError(f"{where}: operator {op!r} is not one of {sorted(ops)}")
+    if not isinstance(values, list):
+        raise InputError(f"{where}: 'values' must be a list")
+    values = tuple(str(v) for v in values)
+    if op in ("In", "NotIn") and not values:
+        raise InputError(f"{where}: operator {op} needs at least one value")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise InputError(f"{where}: operator {op} takes no values")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise InputError(f"{where}: operator {op} needs exactly one value")
+        try:
+            int(values[0])
+        except ValueError:
+            raise InputError(f"{where}: operator {op} needs an integer value, got {values[0]!r}") from None
+    return Requirement(key, op, values)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    requirements: tuple[Requirement, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for r in self.requirements:
+            if not r.matches(labels):
+                return False
+        return True
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+
+def parse_label_selector(sel, where: str) -> LabelSelector | None:
+    """None for a nil selector (matches nothing); an empty selector matches everything."""
+    if sel is None:
+        return None
+    if not isinstance(sel, dict):
+        raise InputError(f"{where}: a label selector must be a mapping")
+    reqs = []
+    ml = sel.get("matchLabels") or {}
+    if not isinstance(ml, dict):
+        raise InputError(f"{where}.matchLabels: must be a mapping")
+    for k in sorted(ml):
+        reqs.append(Requirement(str(k), "In", (str(ml[k]),)))
+    for i, e in enumerate(sel.get("matchExpressions") or []):
+        reqs.append(_requirement(e, _LABEL_OPS, f"{where}.matchExpressions[{i}]"))
+    return LabelSelector(tuple(reqs))
+
+
+def selector_from_labels(labels: Mapping[str, str]) -> LabelSelector:
+    return LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(labels.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    expressions: tuple[Requirement, ...]
+    fields: tuple[Requirement, ...]
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if not self.expressions and not self.fields:
+            return False
+        for r in self.expressions:
+            if not r.matches(labels):
+                return False
+        if self.fields:
+            fl = {"metadata.name": node_name}
+            for r in self.fields:
+                if not r.matches(fl):
+                    return False
+        return True
+
+
+def parse_node_selector_term(term, where: str) -> NodeSelectorTerm:
+    if not isinstance(term, dict):
+        raise InputError(f"{where}: a node selector term must be a mapping")
+    exprs = tuple(_requirement(e, _NODE_OPS, f"{where}.matchExpressions[{i}]")
+                  for i, e in enumerate(term.get("matchExpressions") or []))
+    fields = []
+    for i, e in enumerate(term.get("matchFields") or []):
+        r = _requirement(e, _NODE_OPS, f"{where}.matchFields[{i}]")
+        if r.key != "metadata.name":
+            raise InputError(f"{where}.matchFields[{i}]: only 'metadata.name' is supported, got {r.key!r}")
+        fields.append(r)
+    return NodeSelectorTerm(exprs, tuple(fields))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelector:
+    """Required node affinity: terms ORed."""
+    terms: tuple[NodeSelectorTerm, ...]
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        for t in self.terms:
+            if t.matches(labels, node_name):
+                return True
+        return False
+
+
+def parse_node_selector(sel, where: str) -> NodeSelector | None:
+    if sel is None:
+        return None
+    if not isinstance(sel, dict):
+        raise InputError(f"{where}: must be a mapping with nodeSelectorTerms")
+    terms = sel.get("nodeSelectorTerms") or []
+    if not isinstance(terms, list):
+        raise InputError(f"{where}.nodeSelectorTerms: must be a list")
+    return NodeSelector(tuple(parse_node_selector_term(t, f"{where}.nodeSelectorTerms[{i}]")
+                              for i, t in enumerate(terms)))
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+def parse_preferred_terms(items, where: str) -> tuple[PreferredTerm, ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise InputError(f"{where}: must be a list")
+    out = []
+    for i, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise InputError(f"{where}[{i}]: must be a mapping with weight and preference")
+        w = it.get("weight")
+        if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
+            raise InputError(f"{where}[{i}].weight: must be an integer in 1..100, got {w!r}")
+        out.append(PreferredTerm(w, parse_node_selector_term(it.get("preference") or {}, f"{where}[{i}].preference")))
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""The `caldera` command line."""

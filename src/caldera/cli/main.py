@@ -1,0 +1,48 @@
+"""`caldera` CLI entry point. User errors print one line and exit 2, never a traceback."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import CalderaError
+
+
+class CalderaGroup(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CalderaError as e:
+            click.echo(f"caldera: error: {e}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("caldera: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=CalderaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="caldera")
+def cli():
+    """Caldera: kube-scheduler and Volcano semantics, vectorised.
+
+    \b
+    caldera schedule   one scheduling pass over manifests (bindings, reasons, --explain)
+    """
+
+
+from .schedule import schedule  # noqa: E402
+
+cli.add_command(schedule)
+
+
+def main(argv=None):
+    try:
+        cli.main(args=argv, prog_name="caldera", standalone_mode=True)
+    except CalderaError as e:  # errors raised while click parses options
+        click.echo(f"caldera: error: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""`caldera schedule`: one scheduling pass over manifests."""
+from __future__ import annotations
+
+import json
+
+import click
+import yaml
+
+from ..api.loader import load_cluster
+from ..config.loader import load_config
+from ..engine.oneshot import run_pass
+from ..errors import ConfigError
+from ..framework.registry import build_registry
+
+
+@click.command()
+@click.option("-f", "--filename", "files", multiple=True, required=True, metavar="FILE_OR_DIR",
+              help="Manifests: multi-document YAML, JSON or a List; a directory; '-' for stdin. Repeatable.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")
+@click.option("-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table", show_default=True)
+@click.option("--explain", is_flag=True, help="Per node: the filter verdict and each plugin's score.")
+@click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+def schedule(files, config_path, output, explain, scheduler_name, seed):
+    """Run one scheduling pass and print where each pending pod goes, and why or why not."""
+    registry = build_registry()
+    config = load_config(config_path, registry)
+    if scheduler_name is not None and config.profile(scheduler_name) is None:
+        if config_path is None:
+            config.profiles[0].scheduler_name = scheduler_name
+        else:
+            raise ConfigError(f"{config_path}: no profile has schedulerName {scheduler_name!r}; "
+                              f"profiles: {[p.scheduler_name for p in config.profiles]}")
+    cluster = load_cluster(list(files))
+    result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
+    for w in result.warnings:
+        click.echo(f"caldera: warning: {w}", err=True)
+    data = result.to_dict()
+    if output == "json":
+        click.echo(json.dumps(data, indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+    else:
+        from .table import render
+        render(data)

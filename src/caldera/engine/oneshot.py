@@ -1,0 +1,108 @@
+"""One scheduling pass over a Cluster read from manifests (`caldera schedule`).
+
+Running pods (spec.nodeName set, not Succeeded/Failed) are accounted on their nodes; pending pods
+are popped in QueueSort order and each is scheduled against the state the pods before it left.
+Each pod gets one attempt: a pod that preempts is nominated, its victims are evicted, and (as in
+kube-scheduler) it binds in a later cycle, not in this pass.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from ..api.loader import Cluster
+from ..config.types import SchedulerConfig
+from ..framework.interface import QueuedPodInfo
+from ..state.nodetable import NodeTable
+from .scheduler import Scheduler
+
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+@dataclass
+class PassResult:
+    bindings: list[dict] = field(default_factory=list)
+    unschedulable: list[dict] = field(default_factory=list)
+    evictions: list[dict] = field(default_factory=list)
+    nominations: list[dict] = field(default_factory=list)
+    pod_groups: list[dict] = field(default_factory=list)
+    pipelined: list[dict] = field(default_factory=list)
+    explain: dict[str, dict] | None = None
+    warnings: list[str] = field(default_factory=list)
+    attempts: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = {"bindings": self.bindings, "unschedulable": self.unschedulable, "evictions": self.evictions,
+             "nominations": self.nominations, "podGroups": self.pod_groups}
+        if self.pipelined:
+            d["pipelined"] = self.pipelined
+        if self.explain is not None:
+            d["explain"] = self.explain
+        return d
+
+
+def build_table(cluster: Cluster, warnings: list[str]) -> NodeTable:
+    table = NodeTable(cluster.nodes)
+    for p in cluster.pods:
+        if not p.node_name or p.finished:
+            continue
+        i = table.index.get(p.node_name)
+        if i is None:
+            warnings.append(f"Pod {p.key}: bound to node {p.node_name!r}, which is not in the input; ignored")
+            continue
+        table.add_pod(p, i)
+    return table
+
+
+def pending_pods(cluster: Cluster, scheduler_name: str | None) -> list:
+    out = []
+    for p in cluster.pods:
+        if p.node_name or p.finished or p.terminating:
+            continue
+        if scheduler_name is not None and p.scheduler_name != scheduler_name:
+            continue
+        out.append(p)
+    return out
+
+
+def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, scheduler_name: str | None = None,
+             explain: bool = False, registry=None) -> PassResult:
+    res = PassResult(warnings=list(cluster.warnings))
+    table = build_table(cluster, res.warnings)
+    sched = Scheduler(config, table, registry, seed=seed, explain=explain)
+    if explain:
+        res.explain = {}
+    queue = []
+    for p in pending_pods(cluster, scheduler_name):
+        fwk = sched.framework_for(p)
+        q = QueuedPodInfo(pod=p, timestamp=p.creation or 0.0, seq=p.seq)
+        s = fwk.run_pre_enqueue(p)
+        if not s.is_success():
+            res.unschedulable.append({"pod": p.key, "message": GATED_MESSAGE if s.plugin == "SchedulingGates"
+                                      else s.message(), "reason": "SchedulingGated"
+                                      if s.plugin == "SchedulingGates" else "Unschedulable"})
+            continue
+        if p.nominated_node_name:
+            sched.nominator.add(p, p.nominated_node_name)
+        queue.append(q)
+    less = sched.default_framework.less
+    queue.sort(key=functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)))
+    evicted: set[str] = set()
+    for q in queue:
+        p = q.pod
+        if p.key in evicted:
+            continue
+        att = sched.schedule_one(p)
+        res.attempts.append(att)
+        if att.scheduled:
+            res.bindings.append({"pod": p.key, "node": att.node})
+        else:
+            res.unschedulable.append({"pod": p.key, "message": att.message})
+        if att.nominated:
+            res.nominations.append({"pod": p.key, "node": att.nominated})
+        for victim, reason in att.evictions:
+            evicted.add(victim.key)
+            res.evictions.append({"pod": victim.key, "reason": reason})
+        if explain and att.explain is not None:
+            res.explain[p.key] = att.explain
+    return res

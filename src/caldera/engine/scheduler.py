@@ -1,0 +1,311 @@
+"""Scheduler: runs one scheduling cycle (and a synchronous binding cycle) per pod.
+
+This is kube-scheduler's schedule_one.go over a columnar NodeTable: PreFilter, Filter over all
+candidate nodes at once, adaptive node sampling with a round-robin start, Score/Normalize,
+seeded tie-breaking, PostFilter (preemption) on failure, then Reserve, Permit, PreBind, Bind,
+PostBind. Drivers (schedule / simulate / run) own the queue and decide what to do with results.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..config.types import SchedulerConfig
+from ..errors import ConfigError
+from ..framework.interface import CycleState
+from ..framework.runtime import Diagnosis, Framework, ScoreError
+from ..framework.status import Code, Status
+from ..state.nodetable import NodeTable
+from .handle import Handle
+from .nominator import Nominator
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODES_MSG = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(percentage: int, n: int) -> int:
+    """kube's numFeasibleNodesToFind (adaptive when percentage is 0)."""
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return n
+    if percentage <= 0:
+        percentage = max(50 - n // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return n
+    k = n * percentage // 100
+    return max(k, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class Attempt:
+    """The outcome of one scheduling attempt for one pod."""
+    pod: object
+    profile: str
+    node: str = ""                       # bound (or assumed) node; "" if not scheduled
+    status: Status = field(default_factory=Status)
+    message: str = ""                    # FailedScheduling message when not scheduled
+    nominated: str = ""
+    evictions: list = field(default_factory=list)       # [(victim pod, reason)]
+    unschedulable_plugins: set = field(default_factory=set)
+    explain: dict | None = None
+    evaluated: int = 0
+    feasible: int = 0
+
+    @property
+    def scheduled(self) -> bool:
+        return bool(self.node)
+
+
+def record_binder(pod, node_name: str) -> Status:
+    return Status()
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig, table: NodeTable, registry: dict[str, Callable] | None = None,
+                 *, seed: int = 0, explain: bool = False, binder: Callable = record_binder):
+        if registry is None:
+            from ..framework.registry import build_registry
+            registry = build_registry()
+        self.config = config
+        self.table = table
+        self.rng = random.Random(seed)
+        self.explain = explain
+        self.binder = binder
+        self.pdbs: list = []
+        self.nominator = Nominator(table)
+        self.next_start = 0
+        self._evictions: list | None = None
+        self.on_evict: Callable | None = None
+        self.frameworks: dict[str, Framework] = {}
+        for prof in config.profiles:
+            if prof.scheduler_name in self.frameworks:
+                raise ConfigError(f"{config.source}: duplicate profile schedulerName {prof.scheduler_name!r}")
+            h = Handle(self)
+            fw = Framework(prof, registry, h)
+            h.framework = fw
+            self.frameworks[prof.scheduler_name] = fw
+        if not self.frameworks:
+            raise ConfigError(f"{config.source}: at least one profile is required")
+        self.default_framework = next(iter(self.frameworks.values()))
+
+    # ---- effects plugins ask for ------------------------------------------------
+    def nominate(self, pod, node_name: str) -> None:
+        if node_name:
+            self.nominator.add(pod, node_name)
+        else:
+            self.nominator.remove(pod.key)
+
+    def evict(self, victim, reason: str) -> None:
+        if self.table.node_of(victim.key) is not None:
+            self.table.remove_pod(victim.key)
+        self.nominator.remove(victim.key)
+        if self._evictions is not None:
+            self._evictions.append((victim, reason))
+        if self.on_evict is not None:
+            self.on_evict(victim, reason)
+
+    def framework_for(self, pod) -> Framework:
+        return self.frameworks.get(pod.scheduler_name, self.default_framework)
+
+    # ---- one cycle -----------------------------------------------------------------
+    def schedule_one(self, pod, fwk: Framework | None = None) -> Attempt:
+        fwk = fwk or self.framework_for(pod)
+        att = Attempt(pod, fwk.profile_name)
+        self._evictions = att.evictions
+        try:
+            self._schedule(pod, fwk, att)
+        finally:
+            self._evictions = None
+        return att
+
+    def _schedule(self, pod, fwk: Framework, att: Attempt) -> None:
+        table = self.table
+        n = len(table)
+        state = CycleState()
+        if n == 0:
+            att.status = Status.unresolvable(NO_NODES_MSG)
+            att.message = NO_NODES_MSG
+            return
+        diag = Diagnosis(num_all_nodes=n)
+        names, s = fwk.run_pre_filter(state, pod)
+        explain = {"filtered": {}, "scores": {}} if self.explain else None
+        att.explain = explain
+        if not s.is_success():
+            if s.code == Code.ERROR:
+                att.status, att.message = s, s.message()
+                return
+            diag.absent_status = s
+            diag.prefilter_msg = s.message()
+            diag.add_plugin_status(s)
+            if explain is not None:
+                for nd in table.nodes:
+                    explain["filtered"][nd.name] = s.message()
+            self._fail(pod, fwk, state, diag, att)
+            return
+
+        # nominated node first (set by an earlier preemption)
+        nnn = pod.nominated_node_name or self.nominator.node_of(pod.key)
+        if nnn and nnn in table.index and (names is None or nnn in names):
+            i = table.index[nnn]
+            ok, _ = self._filter(fwk, state, pod, np.array([i], dtype=np.intp))
+            if ok.size:
+                self._assume_and_bind(pod, fwk, state, i, att)
+                return
+
+        if names is None:
+            cand = np.arange(n, dtype=np.intp)
+        else:
+            cand = np.array(sorted(table.index[x] for x in names if x in table.index), dtype=np.intp)
+            restricting = state.get("__prefilter_restricting__") or []
+            msg = (f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]")
+            diag.absent_status = Status.unresolvable(msg)
+        alive, rejections = self._filter(fwk, state, pod, cand)
+
+        # adaptive sampling with round-robin start, as findNodesThatPassFilters
+        m = cand.size
+        pct = fwk.profile.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        k = num_feasible_nodes_to_find(pct, m) if fwk.scorers else 1
+        start_pos = self.next_start % m if m else 0
+        if alive.size:
+            pos = np.searchsorted(cand, alive) if names is not None else alive
+            rot = (pos - start_pos) % m
+            order = np.argsort(rot, kind="stable") if start_pos else None
+            if order is not None:
+                alive, rot = alive[order], rot[order]
+            if alive.size > k:
+                processed = int(rot[k - 1]) + 1
+                alive = alive[:k]
+            else:
+                processed = m
+        else:
+            processed = m
+        self.next_start = (self.next_start + processed) % n
+
+        need_status = alive.size == 0 or explain is not None
+        if need_status:
+            diag.node_status = fwk.statuses(state, pod, table, rejections)
+            for st in diag.node_status.values():
+                diag.add_plugin_status(st)
+            if explain is not None:
+                for i, st in diag.node_status.items():
+                    explain["filtered"][table.nodes[i].name] = st.message()
+                if diag.absent_status is not None and names is not None:
+                    for j, nd in enumerate(table.nodes):
+                        if nd.name not in names:
+                            explain["filtered"][nd.name] = diag.absent_status.message()
+        else:
+            for rej in rejections:
+                diag.unschedulable_plugins.add(rej.plugin.name)
+        att.evaluated = alive.size + sum(r.idx.size for r in rejections)
+        att.feasible = int(alive.size)
+        if alive.size == 0:
+            self._fail(pod, fwk, state, diag, att)
+            return
+        if alive.size == 1 and explain is None:
+            self._assume_and_bind(pod, fwk, state, int(alive[0]), att)
+            return
+        try:
+            total, detail = fwk.run_scores(state, pod, table, alive, want_detail=explain is not None)
+        except ScoreError as e:
+            att.status, att.message = e.status, e.status.message()
+            return
+        if explain is not None:
+            names_ = table.nodes
+            sc = explain["scores"]
+            for j, i in enumerate(alive.tolist()):
+                row = {p: int(v[j]) for p, v in detail.items()}
+                row["total"] = int(total[j])
+                sc[names_[i].name] = row
+        if alive.size == 1:
+            chosen = int(alive[0])
+        else:
+            best = total.max()
+            ties = np.flatnonzero(total == best)
+            chosen = int(alive[ties[0] if ties.size == 1 else ties[self.rng.randrange(ties.size)]])
+        self._assume_and_bind(pod, fwk, state, chosen, att)
+
+    def _filter(self, fwk: Framework, state, pod, cand: np.ndarray):
+        alive, rejections = fwk.run_filters(state, pod, self.table, cand)
+        if len(self.nominator) and alive.size:
+            alive, extra = self._recheck_nominated(fwk, pod, alive)
+            rejections.extend(extra)
+        return alive, rejections
+
+    def _recheck_nominated(self, fwk: Framework, pod, alive: np.ndarray):
+        """RunFilterPluginsWithNominatedPods: nodes with nominated pods of >= priority are
+        filtered again with those pods added; the node passes only if it passes both ways."""
+        from ..framework.runtime import Rejection
+        table = self.table
+        keep = np.ones(alive.size, dtype=bool)
+        sts: dict[int, Status] = {}
+        for name in self.nominator.nodes_with_pods():
+            i = table.index.get(name)
+            if i is None:
+                continue
+            js = np.flatnonzero(alive == i)
+            if not js.size:
+                continue
+            added = [p for p in self.nominator.pods_on(i)
+                     if p.key != pod.key and p.priority >= pod.priority and table.node_of(p.key) is None]
+            if not added:
+                continue
+            for p in added:
+                table.add_pod(p, i)
+            try:
+                st2 = CycleState()
+                _, s = fwk.run_pre_filter(st2, pod)
+                if s.is_success():
+                    s = fwk.filter_one(st2, pod, table, i)
+            finally:
+                for p in added:
+                    table.remove_pod(p.key)
+            if not s.is_success():
+                keep[js[0]] = False
+                sts[i] = s
+        if not sts:
+            return alive, []
+        rej = Rejection(next(iter(sts.values())).plugin and fwk.plugin(next(iter(sts.values())).plugin)
+                        or fwk.filters[0], alive[~keep], sts)
+        return alive[keep], [rej]
+
+    def _fail(self, pod, fwk: Framework, state, diag: Diagnosis, att: Attempt) -> None:
+        if fwk.points.get("postFilter"):
+            result, s = fwk.run_post_filter(state, pod, diag)
+            diag.postfilter_msg = s.message()
+            if result is not None and getattr(result, "nominated_node", ""):
+                att.nominated = result.nominated_node
+        att.unschedulable_plugins = set(diag.unschedulable_plugins) | set(diag.pending_plugins)
+        att.status = Status.unschedulable(diag.message())
+        att.message = diag.message()
+
+    def _assume_and_bind(self, pod, fwk: Framework, state, i: int, att: Attempt) -> None:
+        table = self.table
+        node = table.nodes[i].name
+        table.add_pod(pod, i)
+        s = fwk.run_reserve(state, pod, node)
+        if s.is_success():
+            s = fwk.run_permit(state, pod, node)
+            if s.code == Code.WAIT:
+                s = Status()  # one-pass drivers treat Wait as allow; live mode waits (see backends)
+        if s.is_success():
+            s = fwk.run_pre_bind(state, pod, node)
+        if s.is_success():
+            s = fwk.run_bind(state, pod, node)
+        if not s.is_success():
+            fwk.run_unreserve(state, pod, node)
+            table.remove_pod(pod.key)
+            att.status = s
+            att.message = s.message() if s.code == Code.ERROR else \
+                f"0/1 nodes are available: 1 {s.message()}."
+            if s.plugin:
+                att.unschedulable_plugins.add(s.plugin)
+            return
+        self.nominator.remove(pod.key)
+        pod.node_name = node
+        att.node = node
+        fwk.run_post_bind(state, pod, node)

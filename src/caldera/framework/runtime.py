@@ -1,0 +1,316 @@
+"""Framework: one profile's plugins, run at each extension point over the NodeTable.
+
+Filters run vectorised, one plugin after another over the nodes still alive, so a node's status
+is the status of the first plugin that rejected it, as in kube's RunFilterPlugins. Scores are
+computed per plugin over the feasible nodes, normalised, weighted and summed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..config.types import Profile
+from ..errors import ConfigError
+from .interface import MAX_NODE_SCORE, CycleState, Plugin, PreFilterResult
+from .status import Code, Status
+
+
+@dataclass
+class Rejection:
+    plugin: Plugin
+    idx: np.ndarray                       # node rows this plugin rejected
+    statuses: dict[int, Status] | None = None   # precomputed (per-node plugins)
+
+
+@dataclass
+class Diagnosis:
+    """Why nodes were rejected for a pod in one cycle (kube's framework.Diagnosis)."""
+    num_all_nodes: int = 0
+    node_status: dict[int, Status] = field(default_factory=dict)
+    absent_status: Status | None = None      # status of nodes PreFilter excluded
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    prefilter_msg: str = ""
+    postfilter_msg: str = ""
+
+    def status_of(self, i: int) -> Status | None:
+        return self.node_status.get(i, self.absent_status)
+
+    def add_plugin_status(self, s: Status) -> None:
+        if s.plugin:
+            (self.pending_plugins if s.code == Code.PENDING else self.unschedulable_plugins).add(s.plugin)
+
+    def message(self) -> str:
+        """kube's FitError.Error(): '0/N nodes are available: <counted reasons>. <postfilter>.'"""
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if self.prefilter_msg:
+            msg += f" {self.prefilter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for s in self.node_status.values():
+                for r in s.reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            if counts:
+                msg += " " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items())) + "."
+        if self.postfilter_msg:
+            msg += f" {self.postfilter_msg}."
+        return msg
+
+
+def _as_status(x, plugin: str) -> Status:
+    if x is None:
+        return Status(plugin=plugin)
+    if isinstance(x, Status):
+        return x.with_plugin(plugin)
+    raise TypeError(f"plugin {plugin} returned {type(x).__name__}, expected Status or None")
+
+
+class Framework:
+    """The plugins of one profile, instantiated and ordered per extension point."""
+
+    def __init__(self, profile: Profile, registry: dict[str, Callable], handle):
+        self.profile = profile
+        self.profile_name = profile.scheduler_name
+        self.handle = handle
+        self.instances: dict[str, Plugin] = {}
+        self.points: dict[str, list[Plugin]] = {}
+        self.weights: dict[str, int] = {}
+        for point, refs in profile.plugins.items():
+            lst = []
+            for ref in refs:
+                plugin = self._instance(ref.name, registry)
+                if not plugin.implements(point):
+                    raise ConfigError(f"profile {profile.scheduler_name!r}: plugin {ref.name!r} does not "
+                                      f"implement the {point} extension point; remove it from plugins.{point}")
+                lst.append(plugin)
+                if point == "score":
+                    self.weights[ref.name] = ref.weight or 1
+            self.points[point] = lst
+        if len(self.points.get("queueSort", [])) != 1:
+            raise ConfigError(f"profile {profile.scheduler_name!r}: exactly one queueSort plugin must be "
+                              f"enabled, found {len(self.points.get('queueSort', []))}")
+        if not self.points.get("bind"):
+            raise ConfigError(f"profile {profile.scheduler_name!r}: at least one bind plugin must be enabled")
+        self.filters = self.points.get("filter", [])
+        self.scorers = self.points.get("score", [])
+
+    def _instance(self, name: str, registry) -> Plugin:
+        p = self.instances.get(name)
+        if p is None:
+            factory = registry.get(name)
+            if factory is None:
+                raise ConfigError(f"profile {self.profile.scheduler_name!r}: unknown plugin {name!r}; "
+                                  f"known plugins: {', '.join(sorted(registry))}")
+            args = self.profile.plugin_args.get(name)
+            try:
+                p = factory(args, self.handle)
+            except ConfigError:
+                raise
+            except (ValueError, TypeError, KeyError) as e:
+                raise ConfigError(f"profile {self.profile.scheduler_name!r}: pluginConfig for {name}: {e}") from None
+            self.instances[name] = p
+        return p
+
+    # ---- points ----------------------------------------------------------------
+    def plugin(self, name: str) -> Plugin | None:
+        return self.instances.get(name)
+
+    def less(self, a, b) -> bool:
+        return self.points["queueSort"][0].less(a, b)
+
+    def run_pre_enqueue(self, pod) -> Status:
+        for p in self.points.get("preEnqueue", []):
+            s = _as_status(p.pre_enqueue(pod), p.name)
+            if not s.is_success():
+                return s
+        return Status()
+
+    def run_pre_filter(self, state: CycleState, pod) -> tuple[set[str] | None, Status]:
+        """Returns (node names to restrict to or None, status). Skip marks the plugin's Filter off."""
+        names: set[str] | None = None
+        restricting: list[str] = []
+        for p in self.points.get("preFilter", []):
+            r = p.pre_filter(state, pod)
+            if isinstance(r, PreFilterResult):
+                if r.node_names is not None:
+                    names = set(r.node_names) if names is None else names & r.node_names
+                    restricting.append(p.name)
+                    if not names:
+                        msg = f"node(s) didn't satisfy plugin(s) {restricting}" if len(restricting) > 1 else \
+                            f"node(s) didn't satisfy plugin {restricting[0]}"
+                        return names, Status.unresolvable(msg, plugin=p.name)
+                continue
+            s = _as_status(r, p.name)
+            if s.is_skip():
+                state.skip_filter.add(p.name)
+                continue
+            if not s.is_success():
+                return names, s
+        state.write("__prefilter_restricting__", restricting)
+        return names, Status()
+
+    def run_filters(self, state: CycleState, pod, table, idx: np.ndarray) -> tuple[np.ndarray, list[Rejection]]:
+        """Filter nodes `idx`; returns (passing rows, rejections in plugin order)."""
+        alive = idx
+        rejections: list[Rejection] = []
+        for p in self.filters:
+            if alive.size == 0:
+                break
+            if p.name in state.skip_filter:
+                continue
+            if getattr(type(p), "filter", None) is not None:
+                ok = p.filter(state, pod, table, alive)
+                if ok is None or ok.all():
+                    continue
+                rejections.append(Rejection(p, alive[~ok]))
+                alive = alive[ok]
+            else:
+                keep = np.ones(alive.size, dtype=bool)
+                sts: dict[int, Status] = {}
+                for j, i in enumerate(alive.tolist()):
+                    s = p.filter_node(state, pod, table, i)
+                    if s is not None and not s.is_success():
+                        keep[j] = False
+                        sts[i] = s.with_plugin(p.name)
+                if sts:
+                    rejections.append(Rejection(p, alive[~keep], sts))
+                    alive = alive[keep]
+        return alive, rejections
+
+    def statuses(self, state: CycleState, pod, table, rejections: list[Rejection]) -> dict[int, Status]:
+        out: dict[int, Status] = {}
+        for rej in rejections:
+            if rej.statuses is not None:
+                out.update(rej.statuses)
+                continue
+            fs = getattr(rej.plugin, "filter_statuses", None)
+            if fs is not None:
+                for i, s in zip(rej.idx.tolist(), fs(state, pod, table, rej.idx)):
+                    out[i] = s.with_plugin(rej.plugin.name)
+            else:
+                for i in rej.idx.tolist():
+                    out[i] = rej.plugin.filter_status(state, pod, table, i).with_plugin(rej.plugin.name)
+        return out
+
+    def filter_one(self, state: CycleState, pod, table, i: int) -> Status:
+        """Run all filters on node i (reference path, used by preemption and explain)."""
+        alive, rej = self.run_filters(state, pod, table, np.array([i], dtype=np.intp))
+        if alive.size:
+            return Status()
+        return self.statuses(state, pod, table, rej)[i]
+
+    def run_post_filter(self, state, pod, diagnosis: Diagnosis):
+        last = Status.unschedulable()
+        for p in self.points.get("postFilter", []):
+            result, s = p.post_filter(state, pod, diagnosis)
+            s = _as_status(s, p.name)
+            if s.is_success():
+                return result, s
+            if s.code == Code.ERROR:
+                return None, s
+            last = s
+        return None, last
+
+    def run_scores(self, state: CycleState, pod, table, idx: np.ndarray, want_detail: bool = False):
+        """Returns (total int64 per idx, {plugin: normalised int64 per idx} if want_detail)."""
+        total = np.zeros(idx.size, dtype=np.int64)
+        detail: dict[str, np.ndarray] = {}
+        scorers = self.scorers
+        if not scorers:
+            total += 1
+            return total, detail
+        for p in self.points.get("preScore", []):
+            s = _as_status(p.pre_score(state, pod, table, idx), p.name)
+            if s.is_skip():
+                state.skip_score.add(p.name)
+            elif not s.is_success():
+                raise _ScoreError(s)
+        for p in scorers:
+            if p.name in state.skip_score:
+                continue
+            sc = np.asarray(p.score(state, pod, table, idx), dtype=np.int64)
+            if getattr(type(p), "normalize_score", None) is not None:
+                sc = np.asarray(p.normalize_score(state, pod, sc), dtype=np.int64)
+            if sc.size and (sc.max() > MAX_NODE_SCORE or sc.min() < 0):
+                raise _ScoreError(Status.error(f"plugin {p.name} returns an invalid score "
+                                               f"{int(sc.max() if sc.max() > MAX_NODE_SCORE else sc.min())}, "
+                                               f"it should in the range of [0, 100] after normalizing",
+                                               plugin=p.name))
+            total += sc * self.weights[p.name]
+            if want_detail:
+                detail[p.name] = sc
+        return total, detail
+
+    def _run_simple(self, point: str, method: str, state, pod, node: str, stop_on_skip: bool = False) -> Status:
+        for p in self.points.get(point, []):
+            s = _as_status(getattr(p, method)(state, pod, node), p.name)
+            if stop_on_skip and s.is_skip():
+                continue
+            if not s.is_success():
+                return s
+            if stop_on_skip:
+                return s
+        return Status()
+
+    def run_reserve(self, state, pod, node: str) -> Status:
+        return self._run_simple("reserve", "reserve", state, pod, node)
+
+    def run_unreserve(self, state, pod, node: str) -> None:
+        for p in reversed(self.points.get("reserve", [])):
+            if getattr(type(p), "unreserve", None) is not None:
+                p.unreserve(state, pod, node)
+
+    def run_permit(self, state, pod, node: str) -> Status:
+        waiting = None
+        for p in self.points.get("permit", []):
+            s = _as_status(p.permit(state, pod, node), p.name)
+            if s.code == Code.WAIT:
+                waiting = s
+            elif not s.is_success():
+                return s
+        return waiting or Status()
+
+    def run_pre_bind(self, state, pod, node: str) -> Status:
+        return self._run_simple("preBind", "pre_bind", state, pod, node)
+
+    def run_bind(self, state, pod, node: str) -> Status:
+        for p in self.points.get("bind", []):
+            s = _as_status(p.bind(state, pod, node), p.name)
+            if s.is_skip():
+                continue
+            return s
+        return Status.error("no bind plugin bound the pod")
+
+    def run_post_bind(self, state, pod, node: str) -> None:
+        for p in self.points.get("postBind", []):
+            p.post_bind(state, pod, node)
+
+    def events_for(self, plugin_names: set[str]) -> set[str]:
+        ev: set[str] = set()
+        for n in plugin_names:
+            p = self.instances.get(n)
+            if p is not None:
+                ev.update(p.events_to_register())
+        return ev
+
+
+class _ScoreError(Exception):
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status
+
+
+ScoreError = _ScoreError
+
+
+def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """kube's helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores) with integer arithmetic."""
+    if scores.size == 0:
+        return scores
+    m = int(scores.max())
+    if m == 0:
+        return np.full_like(scores, MAX_NODE_SCORE) if reverse else scores
+    out = MAX_NODE_SCORE * scores // m
+    return MAX_NODE_SCORE - out if reverse else out

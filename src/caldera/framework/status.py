@@ -1,0 +1,82 @@
+"""Status codes and Status, as in kube-scheduler's framework (fwk.Code / fwk.Status)."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    def __str__(self) -> str:
+        return _NAMES[self]
+
+
+_NAMES = {Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Unschedulable",
+          Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.WAIT: "Wait",
+          Code.SKIP: "Skip", Code.PENDING: "Pending"}
+
+
+class Status:
+    """The result of running a plugin. `None` is treated as Success everywhere."""
+
+    __slots__ = ("code", "reasons", "plugin", "timeout")
+
+    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "", timeout: float = 0.0):
+        self.code = code
+        self.reasons = tuple(reasons)
+        self.plugin = plugin
+        self.timeout = timeout
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, plugin: str = "") -> "Status":
+        return cls(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str, plugin: str = "") -> "Status":
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons, plugin=plugin)
+
+    @classmethod
+    def error(cls, message: str, plugin: str = "") -> "Status":
+        return cls(Code.ERROR, message, plugin=plugin)
+
+    @classmethod
+    def skip(cls) -> "Status":
+        return cls(Code.SKIP)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def with_plugin(self, name: str) -> "Status":
+        if not self.plugin:
+            self.plugin = name
+        return self
+
+    def __repr__(self) -> str:
+        return f"Status({self.code}, {self.message()!r}, plugin={self.plugin!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Status) and (self.code, self.reasons) == (other.code, other.reasons)
+
+    __hash__ = None  # mutable
+
+
+SUCCESS = Status()
+
+
+def code_of(s: "Status | None") -> Code:
+    return Code.SUCCESS if s is None else s.code

@@ -1,0 +1,84 @@
+"""TaintToleration: NoSchedule/NoExecute taints the pod does not tolerate reject the node;
+untolerated PreferNoSchedule taints lower its score (normalised in reverse)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..api.objects import tolerates_all
+from ..framework.interface import Plugin
+from ..framework.runtime import default_normalize
+from ..framework.status import Status
+
+
+def _interned(table, effects: tuple[str, ...], key: str):
+    """(ids[N], sets): nodes' taints with the given effects, interned; id 0 = no such taints."""
+    def build():
+        sets: list[tuple] = [()]
+        where: dict[tuple, int] = {(): 0}
+        ids = np.zeros(len(table), dtype=np.int64)
+        for i, n in enumerate(table.nodes):
+            t = tuple(x for x in n.taints if x.effect in effects)
+            j = where.get(t)
+            if j is None:
+                j = where[t] = len(sets)
+                sets.append(t)
+            ids[i] = j
+        return ids, sets
+    return table.cached(key, build)
+
+
+def hard_taints(table):
+    return _interned(table, ("NoSchedule", "NoExecute"), "taints.hard")
+
+
+def first_untolerated(taints, tolerations):
+    for t in taints:
+        if not tolerates_all(tolerations, t):
+            return t
+    return None
+
+
+class TaintToleration(Plugin):
+    name = "TaintToleration"
+
+    def _verdicts(self, state, pod, table):
+        v = state.get("TaintToleration.verdicts")
+        if v is None:
+            ids, sets = hard_taints(table)
+            v = [first_untolerated(s, pod.tolerations) for s in sets]
+            state.write("TaintToleration.verdicts", v)
+        return v
+
+    def filter(self, state, pod, table, idx):
+        ids, sets = hard_taints(table)
+        if len(sets) == 1:
+            return np.ones(idx.size, dtype=bool)
+        verdicts = self._verdicts(state, pod, table)
+        ok = np.array([t is None for t in verdicts], dtype=bool)
+        return ok[ids[idx]]
+
+    def filter_status(self, state, pod, table, i):
+        ids, _ = hard_taints(table)
+        t = self._verdicts(state, pod, table)[ids[i]]
+        return Status.unresolvable(f"node(s) had untolerated taint {t.display()}")
+
+    def pre_score(self, state, pod, table, idx):
+        tols = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+        state.write("PreScoreTaintToleration", tols)
+        return None
+
+    def score(self, state, pod, table, idx):
+        ids, sets = _interned(table, ("PreferNoSchedule",), "taints.prefer")
+        if len(sets) == 1:
+            return np.zeros(idx.size, dtype=np.int64)
+        tols = state.get("PreScoreTaintToleration")
+        if tols is None:
+            tols = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+        counts = np.array([sum(1 for t in s if not tolerates_all(tols, t)) for s in sets], dtype=np.int64)
+        return counts[ids[idx]]
+
+    def normalize_score(self, state, pod, scores):
+        return default_normalize(scores, reverse=True)
+
+    def events_to_register(self):
+        return ["Node/Add", "Node/UpdateNodeTaint", "Pod/UpdatePodToleration"]

@@ -1,0 +1,179 @@
+"""NodeTable: the cluster as columns, so filters and scores run over all nodes at once.
+
+Rows are nodes (stable indices), columns are resources. `alloc[i, r]` is node i's allocatable,
+`req[i, r]` the sum of its pods' requests (column "pods" counts pods). `nonzero[i]` holds the
+cpu/memory sums with kube's defaults for missing requests (100m / 200Mi), which scoring uses.
+Pods are added and removed incrementally (assume/forget); nothing is rebuilt per pod.
+Derived per-node data that plugins want (label columns, taint ids, image sets) is cached and
+invalidated by `node_generation` (node set or node objects changed) and `pod_generation`.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from ..api.objects import Node, Pod
+
+BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+CPU, MEM, EPH, PODS = 0, 1, 2, 3
+
+
+class NodeTable:
+    def __init__(self, nodes: Iterable[Node] = ()):
+        self.nodes: list[Node] = []
+        self.index: dict[str, int] = {}
+        self.res_names: list[str] = list(BASE_RESOURCES)
+        self.res_index: dict[str, int] = {r: i for i, r in enumerate(self.res_names)}
+        self.alloc = np.zeros((0, len(self.res_names)), dtype=np.int64)
+        self.req = np.zeros((0, len(self.res_names)), dtype=np.int64)
+        self.nonzero = np.zeros((0, 2), dtype=np.int64)
+        self.pods: list[dict[str, Pod]] = []
+        self.pod_node: dict[str, int] = {}          # pod key -> node index
+        self.unschedulable = np.zeros(0, dtype=bool)
+        self.node_generation = 0
+        self.pod_generation = 0
+        self._cache: dict = {}
+        self.pods_with_affinity = 0   # running pods with (anti-)affinity terms: InterPodAffinity skips when 0
+        for n in nodes:
+            self._append(n)
+        self._refresh_node_columns()
+
+    # ---- nodes -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def _ensure_columns(self, names: Iterable[str]) -> None:
+        new = [r for r in names if r not in self.res_index]
+        if not new:
+            return
+        for r in new:
+            self.res_index[r] = len(self.res_names)
+            self.res_names.append(r)
+        pad = np.zeros((len(self.nodes), len(new)), dtype=np.int64)
+        self.alloc = np.hstack([self.alloc, pad])
+        self.req = np.hstack([self.req, pad.copy()])
+        self._cache.pop("podvec", None)
+
+    def _append(self, n: Node) -> int:
+        if n.name in self.index:
+            raise ValueError(f"duplicate node {n.name}")
+        self._ensure_columns(n.allocatable)
+        i = len(self.nodes)
+        self.nodes.append(n)
+        self.index[n.name] = i
+        row = np.zeros((1, len(self.res_names)), dtype=np.int64)
+        for r, v in n.allocatable.items():
+            row[0, self.res_index[r]] = v
+        self.alloc = np.vstack([self.alloc, row])
+        self.req = np.vstack([self.req, np.zeros_like(row)])
+        self.nonzero = np.vstack([self.nonzero, np.zeros((1, 2), dtype=np.int64)])
+        self.pods.append({})
+        return i
+
+    def add_node(self, n: Node) -> int:
+        i = self._append(n)
+        self._refresh_node_columns()
+        return i
+
+    def update_node(self, n: Node) -> None:
+        i = self.index[n.name]
+        self._ensure_columns(n.allocatable)
+        self.nodes[i] = n
+        self.alloc[i, :] = 0
+        for r, v in n.allocatable.items():
+            self.alloc[i, self.res_index[r]] = v
+        self._refresh_node_columns()
+
+    def remove_node(self, name: str) -> None:
+        """Remove a node and its pods; later rows shift down."""
+        i = self.index.pop(name)
+        for key in list(self.pods[i]):
+            self.remove_pod(key)
+        del self.nodes[i]
+        del self.pods[i]
+        self.alloc = np.delete(self.alloc, i, axis=0)
+        self.req = np.delete(self.req, i, axis=0)
+        self.nonzero = np.delete(self.nonzero, i, axis=0)
+        self.index = {n.name: j for j, n in enumerate(self.nodes)}
+        self.pod_node = {k: (j - 1 if j > i else j) for k, j in self.pod_node.items()}
+        self._refresh_node_columns()
+
+    def _refresh_node_columns(self) -> None:
+        self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
+        self.node_generation += 1
+        self._cache.clear()
+
+    # ---- pods --------------------------------------------------------------
+    def pod_vector(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+        """(column indices, values) of the pod's non-zero requests, including pods=1."""
+        key = ("vec", len(self.res_names))
+        v = pod.cache.get(key)
+        if v is None:
+            self._ensure_columns(pod.requests)
+            items = [(self.res_index[r], q) for r, q in pod.requests.items() if q != 0 and r != "pods"]
+            items.append((PODS, 1))
+            items.sort()
+            cols = np.array([c for c, _ in items], dtype=np.intp)
+            vals = np.array([q for _, q in items], dtype=np.int64)
+            v = (cols, vals)
+            pod.cache[("vec", len(self.res_names))] = v
+        return v
+
+    def add_pod(self, pod: Pod, i: int) -> None:
+        """Account `pod` on node i (a running pod, or an assumed one)."""
+        if pod.key in self.pod_node:
+            raise ValueError(f"pod {pod.key} already on node {self.nodes[self.pod_node[pod.key]].name}")
+        cols, vals = self.pod_vector(pod)
+        self.req[i, cols] += vals
+        self.nonzero[i, 0] += pod.nonzero_cpu
+        self.nonzero[i, 1] += pod.nonzero_mem
+        self.pods[i][pod.key] = pod
+        self.pod_node[pod.key] = i
+        if pod.has_affinity or pod.has_anti_affinity:
+            self.pods_with_affinity += 1
+        self.pod_generation += 1
+
+    def remove_pod(self, key: str) -> Pod:
+        i = self.pod_node.pop(key)
+        pod = self.pods[i].pop(key)
+        cols, vals = self.pod_vector(pod)
+        self.req[i, cols] -= vals
+        self.nonzero[i, 0] -= pod.nonzero_cpu
+        self.nonzero[i, 1] -= pod.nonzero_mem
+        if pod.has_affinity or pod.has_anti_affinity:
+            self.pods_with_affinity -= 1
+        self.pod_generation += 1
+        return pod
+
+    def node_of(self, key: str) -> int | None:
+        return self.pod_node.get(key)
+
+    def all_pods(self) -> Iterable[tuple[int, Pod]]:
+        for i, ps in enumerate(self.pods):
+            for p in ps.values():
+                yield i, p
+
+    # ---- derived, cached columns --------------------------------------------
+    def cached(self, key, build, *, pods: bool = False):
+        """Cache `build()` until nodes (and, with pods=True, pods) change."""
+        gen = (self.node_generation, self.pod_generation if pods else -1)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        val = build()
+        self._cache[key] = (gen, val)
+        return val
+
+    def label_values(self, key: str) -> np.ndarray:
+        """Object array: node i's value for label `key`, or None where absent."""
+        return self.cached(("label", key), lambda: np.array(
+            [n.labels.get(key) for n in self.nodes], dtype=object))
+
+    def has_label(self, key: str) -> np.ndarray:
+        return self.cached(("haslabel", key), lambda: np.array(
+            [key in n.labels for n in self.nodes], dtype=bool))
