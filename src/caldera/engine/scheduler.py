@@ -171,19 +171,17 @@ class Scheduler:
             pct = self.config.percentage_of_nodes_to_score
         k = num_feasible_nodes_to_find(pct, m) if fwk.scorers else 1
         start_pos = self.next_start % m if m else 0
+        processed = m
         if alive.size:
-            pos = np.searchsorted(cand, alive) if names is not None else alive
-            rot = (pos - start_pos) % m
-            order = np.argsort(rot, kind="stable") if start_pos else None
-            if order is not None:
-                alive, rot = alive[order], rot[order]
+            pos = alive if names is None else np.searchsorted(cand, alive)
+            if start_pos:
+                cut = int(np.searchsorted(pos, start_pos))
+                if cut:
+                    alive = np.concatenate((alive[cut:], alive[:cut]))
+                    pos = np.concatenate((pos[cut:], pos[:cut]))
             if alive.size > k:
-                processed = int(rot[k - 1]) + 1
+                processed = (int(pos[k - 1]) - start_pos) % m + 1
                 alive = alive[:k]
-            else:
-                processed = m
-        else:
-            processed = m
         self.next_start = (self.next_start + processed) % n
 
         need_status = alive.size == 0 or explain is not None

@@ -1,7 +1,9 @@
 """NodeTable: the cluster as columns, so filters and scores run over all nodes at once.
 
 Rows are nodes (stable indices), columns are resources. `alloc[i, r]` is node i's allocatable,
-`req[i, r]` the sum of its pods' requests (column "pods" counts pods). `nonzero[i]` holds the
+`req[i, r]` the sum of its pods' requests (column "pods" counts pods). `free[r, i]` (resource-major,
+so one resource over all nodes is contiguous) is `alloc - req`, kept in step for fast filters.
+`nonzero[0|1, i]` holds the
 cpu/memory sums with kube's defaults for missing requests (100m / 200Mi), which scoring uses.
 Pods are added and removed incrementally (assume/forget); nothing is rebuilt per pod.
 Derived per-node data that plugins want (label columns, taint ids, image sets) is cached and
@@ -27,7 +29,9 @@ class NodeTable:
         self.res_index: dict[str, int] = {r: i for i, r in enumerate(self.res_names)}
         self.alloc = np.zeros((0, len(self.res_names)), dtype=np.int64)
         self.req = np.zeros((0, len(self.res_names)), dtype=np.int64)
-        self.nonzero = np.zeros((0, 2), dtype=np.int64)
+        self.nonzero = np.zeros((2, 0), dtype=np.int64)
+        self.free = np.zeros((len(self.res_names), 0), dtype=np.int64)
+        self.alloc_t = np.zeros((len(self.res_names), 0), dtype=np.int64)
         self.pods: list[dict[str, Pod]] = []
         self.pod_node: dict[str, int] = {}          # pod key -> node index
         self.unschedulable = np.zeros(0, dtype=bool)
@@ -35,9 +39,26 @@ class NodeTable:
         self.pod_generation = 0
         self._cache: dict = {}
         self.pods_with_affinity = 0   # running pods with (anti-)affinity terms: InterPodAffinity skips when 0
-        for n in nodes:
-            self._append(n)
+        nodes = list(nodes)
+        if nodes:
+            self._bulk_load(nodes)
         self._refresh_node_columns()
+
+    def _bulk_load(self, nodes: list[Node]) -> None:
+        self._ensure_columns(r for n in nodes for r in n.allocatable)
+        for n in nodes:
+            if n.name in self.index:
+                raise ValueError(f"duplicate node {n.name}")
+            self.index[n.name] = len(self.nodes)
+            self.nodes.append(n)
+            self.pods.append({})
+        self.alloc = np.zeros((len(nodes), len(self.res_names)), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            for r, v in n.allocatable.items():
+                self.alloc[i, self.res_index[r]] = v
+        self.req = np.zeros_like(self.alloc)
+        self.nonzero = np.zeros((2, len(nodes)), dtype=np.int64)
+        self._sync_free()
 
     # ---- nodes -------------------------------------------------------------
     def __len__(self) -> int:
@@ -48,7 +69,7 @@ class NodeTable:
         return [n.name for n in self.nodes]
 
     def _ensure_columns(self, names: Iterable[str]) -> None:
-        new = [r for r in names if r not in self.res_index]
+        new = list(dict.fromkeys(r for r in names if r not in self.res_index))
         if not new:
             return
         for r in new:
@@ -57,7 +78,7 @@ class NodeTable:
         pad = np.zeros((len(self.nodes), len(new)), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, pad])
         self.req = np.hstack([self.req, pad.copy()])
-        self._cache.pop("podvec", None)
+        self._sync_free()
 
     def _append(self, n: Node) -> int:
         if n.name in self.index:
@@ -71,8 +92,9 @@ class NodeTable:
             row[0, self.res_index[r]] = v
         self.alloc = np.vstack([self.alloc, row])
         self.req = np.vstack([self.req, np.zeros_like(row)])
-        self.nonzero = np.vstack([self.nonzero, np.zeros((1, 2), dtype=np.int64)])
+        self.nonzero = np.hstack([self.nonzero, np.zeros((2, 1), dtype=np.int64)])
         self.pods.append({})
+        self._sync_free()
         return i
 
     def add_node(self, n: Node) -> int:
@@ -87,6 +109,7 @@ class NodeTable:
         self.alloc[i, :] = 0
         for r, v in n.allocatable.items():
             self.alloc[i, self.res_index[r]] = v
+        self._sync_free()
         self._refresh_node_columns()
 
     def remove_node(self, name: str) -> None:
@@ -98,13 +121,19 @@ class NodeTable:
         del self.pods[i]
         self.alloc = np.delete(self.alloc, i, axis=0)
         self.req = np.delete(self.req, i, axis=0)
-        self.nonzero = np.delete(self.nonzero, i, axis=0)
+        self.nonzero = np.delete(self.nonzero, i, axis=1)
+        self._sync_free()
         self.index = {n.name: j for j, n in enumerate(self.nodes)}
         self.pod_node = {k: (j - 1 if j > i else j) for k, j in self.pod_node.items()}
         self._refresh_node_columns()
 
+    def _sync_free(self) -> None:
+        self.free = np.ascontiguousarray((self.alloc - self.req).T)
+        self.alloc_t = np.ascontiguousarray(self.alloc.T)
+
     def _refresh_node_columns(self) -> None:
         self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
+        self.any_unschedulable = bool(self.unschedulable.any())
         self.node_generation += 1
         self._cache.clear()
 
@@ -130,8 +159,9 @@ class NodeTable:
             raise ValueError(f"pod {pod.key} already on node {self.nodes[self.pod_node[pod.key]].name}")
         cols, vals = self.pod_vector(pod)
         self.req[i, cols] += vals
-        self.nonzero[i, 0] += pod.nonzero_cpu
-        self.nonzero[i, 1] += pod.nonzero_mem
+        self.free[cols, i] -= vals
+        self.nonzero[0, i] += pod.nonzero_cpu
+        self.nonzero[1, i] += pod.nonzero_mem
         self.pods[i][pod.key] = pod
         self.pod_node[pod.key] = i
         if pod.has_affinity or pod.has_anti_affinity:
@@ -143,8 +173,9 @@ class NodeTable:
         pod = self.pods[i].pop(key)
         cols, vals = self.pod_vector(pod)
         self.req[i, cols] -= vals
-        self.nonzero[i, 0] -= pod.nonzero_cpu
-        self.nonzero[i, 1] -= pod.nonzero_mem
+        self.free[cols, i] += vals
+        self.nonzero[0, i] -= pod.nonzero_cpu
+        self.nonzero[1, i] -= pod.nonzero_mem
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity -= 1
         self.pod_generation += 1

@@ -38,29 +38,22 @@ class BalancedAllocation(Plugin):
 
 
 def balanced_scores(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """alloc/req are resource-major [m, k]."""
     present = alloc > 0
     frac = np.minimum(req / np.where(present, alloc, 1), 1.0)
-    n = present.sum(axis=1)
-    out = np.empty(alloc.shape[0], dtype=np.int64)
-    # the common two-resource case, exactly as kube: |f0 - f1| / 2
-    if alloc.shape[1] == 2 and present.all():
-        std = np.abs((frac[:, 0] - frac[:, 1]) / 2)
+    if alloc.shape[0] == 2 and present.all():
+        # the common two-resource case, exactly as kube: |f0 - f1| / 2
+        std = np.abs((frac[0] - frac[1]) / 2)
         return ((1 - std) * 100).astype(np.int64)
-    for r in range(alloc.shape[0]):
-        f = frac[r][present[r]]
-        if f.size == 2:
+    out = np.empty(alloc.shape[1], dtype=np.int64)
+    for j in range(alloc.shape[1]):
+        f = frac[:, j][present[:, j]].tolist()
+        if len(f) == 2:
             std = abs((f[0] - f[1]) / 2)
-        elif f.size > 2:
-            total = 0.0
-            for x in f:
-                total += x
-            mean = total / f.size
-            s = 0.0
-            for x in f:
-                s += (x - mean) * (x - mean)
-            std = (s / f.size) ** 0.5
+        elif len(f) > 2:
+            mean = sum(f) / len(f)
+            std = (sum((x - mean) * (x - mean) for x in f) / len(f)) ** 0.5
         else:
             std = 0.0
-        out[r] = int((1 - std) * 100)
-    _ = n
+        out[j] = int((1 - std) * 100)
     return out

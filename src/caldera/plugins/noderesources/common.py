@@ -51,31 +51,31 @@ def pod_request_list(pod, resources, use_requested: bool) -> list[int]:
 
 
 def allocation_matrices(table, idx: np.ndarray, resources, pod_req: list[int], use_requested: bool):
-    """Returns (alloc[k, m], requested[k, m], weights[m]) for the m resources kept."""
-    cols, reqcols, weights, podv = [], [], [], []
+    """Returns (alloc[m, k], requested[m, k], weights[m, 1]) for the m resources kept
+    (resource-major: one row per resource over the k candidate nodes)."""
+    rows_a, rows_r, weights = [], [], []
+    alloc_t, free = table.alloc_t, table.free
+    zero = None
     for (name, w), pr in zip(resources, pod_req):
         if pr == 0 and name not in _NATIVE:
             continue  # scalar resource the pod does not request: ignored
         c = table.res_index.get(name)
-        cols.append(c)
         weights.append(w)
-        podv.append(pr)
-        reqcols.append(name)
-    k, m = idx.size, len(cols)
-    alloc = np.zeros((k, m), dtype=np.int64)
-    req = np.zeros((k, m), dtype=np.int64)
-    for j, (c, name) in enumerate(zip(cols, reqcols)):
-        if c is None:
-            continue  # no node has the resource: allocatable 0
-        alloc[:, j] = table.alloc[idx, c]
+        if c is None:  # no node has the resource: allocatable 0
+            if zero is None:
+                zero = np.zeros(idx.size, dtype=np.int64)
+            rows_a.append(zero)
+            rows_r.append(zero + pr)
+            continue
+        a = alloc_t[c, idx]
+        rows_a.append(a)
         if not use_requested and c == CPU:
-            req[:, j] = table.nonzero[idx, 0]
+            rows_r.append(table.nonzero[0, idx] + pr)
         elif not use_requested and c == MEM:
-            req[:, j] = table.nonzero[idx, 1]
+            rows_r.append(table.nonzero[1, idx] + pr)
         else:
-            req[:, j] = table.req[idx, c]
-    req += np.array(podv, dtype=np.int64)
-    return alloc, req, np.array(weights, dtype=np.int64)
+            rows_r.append(a - free[c, idx] + pr)
+    return np.array(rows_a), np.array(rows_r), np.array(weights, dtype=np.int64)[:, None]
 
 
 def go_div(a: np.ndarray, b) -> np.ndarray:

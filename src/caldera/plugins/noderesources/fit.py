@@ -82,10 +82,13 @@ class NodeResourcesFit(Plugin):
 
     def filter(self, state, pod, table, idx):
         cols, vals = self._vector(state, pod, table)
-        if cols.size == 1:  # only the pod count
-            return table.alloc[idx, PODS] - table.req[idx, PODS] >= 1
-        free = table.alloc[np.ix_(idx, cols)] - table.req[np.ix_(idx, cols)]
-        return (free >= vals).all(axis=1)
+        free = table.free
+        full = idx.size == free.shape[1]   # idx is sorted and unique: all nodes
+        ok = None
+        for c, v in zip(cols.tolist(), vals.tolist()):
+            row = free[c] if full else free[c, idx]
+            ok = row >= v if ok is None else ok & (row >= v)
+        return ok
 
     def filter_status(self, state, pod, table, i):
         cols, vals = self._vector(state, pod, table)

@@ -1,6 +1,6 @@
 """NodeResourcesFit scoring strategies with kube's integer arithmetic.
 
-Each takes alloc[k, m], requested[k, m], weights[m] and returns int64[k]. A resource with
+Each takes alloc[m, k], requested[m, k], weights[m, 1] (resource-major) and returns int64[k]. A resource with
 allocatable 0 on a node is left out of that node's weighted average.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ MAX = 100
 
 
 def _weighted(per_res: np.ndarray, present: np.ndarray, w: np.ndarray) -> np.ndarray:
-    ws = (present * w).sum(axis=1)
-    s = (per_res * present * w).sum(axis=1)
+    ws = (present * w).sum(axis=0)
+    s = (per_res * present * w).sum(axis=0)
     return np.where(ws > 0, s // np.maximum(ws, 1), 0)
 
 
@@ -73,8 +73,8 @@ class RequestedToCapacityRatio:
         util = np.where(req > alloc, 100, req * 100 // safe)
         r = self.raw(util)
         use = present & (r > 0)
-        ws = (use * w).sum(axis=1)
-        s = (r * use * w).sum(axis=1)
+        ws = (use * w).sum(axis=0)
+        s = (r * use * w).sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(ws > 0, np.floor(s / np.maximum(ws, 1) + 0.5), 0)  # math.Round (half away from 0)
         return out.astype(np.int64)
