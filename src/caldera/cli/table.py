@@ -39,6 +39,11 @@ def render(data: dict, console: Console | None = None) -> None:
         _explain_table(con, pod, ex)
 
 
+SHORT = {"NodeResourcesFit": "Fit", "NodeResourcesBalancedAllocation": "Balanced",
+         "TaintToleration": "Taint", "NodeAffinity": "NodeAff", "PodTopologySpread": "Spread",
+         "InterPodAffinity": "PodAff", "ImageLocality": "Image"}
+
+
 def _explain_table(con: Console, pod: str, ex: dict) -> None:
     scores = ex.get("scores") or {}
     plugins: list[str] = []
@@ -46,10 +51,11 @@ def _explain_table(con: Console, pod: str, ex: dict) -> None:
         for k in row:
             if k != "total" and k not in plugins:
                 plugins.append(k)
-    t = Table(title=f"Explain {pod}")
+    t = Table(title=f"Explain {pod}", caption="scores are 0-100 per plugin; total is the weighted sum"
+              if plugins else None)
     t.add_column("Node", style="bold")
     for p in plugins:
-        t.add_column(p, justify="right")
+        t.add_column(SHORT.get(p, p), justify="right")
     t.add_column("total", justify="right", style="bold")
     t.add_column("Filter", overflow="fold")
     ranked = sorted(scores.items(), key=lambda kv: -kv[1].get("total", 0))

@@ -1,0 +1,120 @@
+"""The CLI contract: output shapes, exit codes, and one-line errors for bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CALDERA = str(Path(sys.executable).parent / "caldera")
+
+NODE = """apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "2", memory: 4Gi, pods: "10"}}
+"""
+
+
+def run(*args, stdin=None):
+    return subprocess.run([CALDERA, *args], capture_output=True, text=True, input=stdin, timeout=60)
+
+
+def write(tmp_path, text, name="m.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def assert_one_line_error(p, *needles):
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    err = p.stderr.strip()
+    assert "Traceback" not in p.stderr
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_json_shape_and_binding(tmp_path):
+    pod = """---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]}
+"""
+    p = run("schedule", "-f", write(tmp_path, NODE + pod), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out) >= {"bindings", "unschedulable", "evictions", "nominations", "podGroups"}
+    assert out["bindings"] == [{"pod": "ns/p", "node": "n1"}]
+    assert "explain" not in out
+
+
+def test_unschedulable_message_kube_format(tmp_path):
+    pod = """---
+apiVersion: v1
+kind: Pod
+metadata: {name: big}
+spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]}
+"""
+    p = run("schedule", "-f", write(tmp_path, NODE + pod), "-o", "json")
+    assert p.returncode == 0
+    u = json.loads(p.stdout)["unschedulable"]
+    assert u[0]["pod"] == "default/big"
+    assert u[0]["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_stdin_and_list(tmp_path):
+    lst = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "5"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+         "spec": {"containers": [{"name": "c", "image": "x"}]}}]})
+    p = run("schedule", "-f", "-", "-o", "json", stdin=lst)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["bindings"] == [{"pod": "default/p", "node": "n1"}]
+
+
+def test_unknown_kind_warns(tmp_path):
+    svc = "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+    p = run("schedule", "-f", write(tmp_path, NODE + svc), "-o", "json")
+    assert p.returncode == 0
+    assert "Service" in p.stderr and "skipped" in p.stderr
+
+
+@pytest.mark.parametrize("text,needles", [
+    ("kind: Node\nmetadata: {name: [\n", ["m.yaml", "malformed YAML", "line"]),
+    (NODE.replace('cpu: "2"', "cpu: 2x"), ["m.yaml", "Node n1", "status.allocatable.cpu", "invalid quantity"]),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {memory: lots}}}]}\n",
+     ["Pod p", "spec.containers[0].resources.requests.memory", "invalid quantity"]),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high, containers: []}\n", ["Pod p", "spec.priority"]),
+    ("- just\n- a list\n", ["m.yaml", "document 0"]),
+    ("apiVersion: v1\nkind: Node\nmetadata: {}\n", ["m.yaml", "document 0", "name"]),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Maybe}]\n",
+     ["Pod p", "spec.tolerations[0].operator"]),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, text, needles):
+    assert_one_line_error(run("schedule", "-f", write(tmp_path, text)), *needles)
+
+
+def test_missing_file():
+    assert_one_line_error(run("schedule", "-f", "/nonexistent/x.yaml"), "/nonexistent/x.yaml", "no such file")
+
+
+def test_explain_has_scores_and_reasons():
+    p = run("schedule", "-f", str(ROOT / "examples" / "cluster"), "-o", "json", "--explain")
+    assert p.returncode == 0, p.stderr
+    ex = json.loads(p.stdout)["explain"]
+    web = ex["shop/web-0"]
+    assert web["filtered"]["node-c"] == "node(s) were unschedulable"
+    assert web["filtered"]["gpu-1"] == "node(s) had untolerated taint {dedicated: gpu}"
+    for node, row in web["scores"].items():
+        assert 0 <= row["TaintToleration"] <= 100 and "total" in row
+
+
+def test_table_output_renders():
+    p = run("schedule", "-f", str(ROOT / "examples" / "cluster"), "--explain")
+    assert p.returncode == 0, p.stderr
+    assert "shop/web-0" in p.stdout and "Explain" in p.stdout
