@@ -39,6 +39,10 @@ class NodeTable:
         self.pod_generation = 0
         self._cache: dict = {}
         self.pods_with_affinity = 0   # running pods with (anti-)affinity terms: InterPodAffinity skips when 0
+        # journal of pod changes, (pod, node row, +1 added | -1 removed), for plugins that keep per-node
+        # counts up to date incrementally; entry k has absolute position pod_log_base + k
+        self.pod_log: list[tuple[Pod, int, int]] = []
+        self.pod_log_base = 0
         nodes = list(nodes)
         if nodes:
             self._bulk_load(nodes)
@@ -167,6 +171,7 @@ class NodeTable:
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity += 1
         self.pod_generation += 1
+        self._log_pod(pod, i, 1)
 
     def remove_pod(self, key: str) -> Pod:
         i = self.pod_node.pop(key)
@@ -179,7 +184,15 @@ class NodeTable:
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity -= 1
         self.pod_generation += 1
+        self._log_pod(pod, i, -1)
         return pod
+
+    def _log_pod(self, pod: Pod, i: int, delta: int) -> None:
+        log = self.pod_log
+        log.append((pod, i, delta))
+        if len(log) > 65536:   # bounded: readers further behind than this rebuild from scratch
+            self.pod_log_base += len(log)
+            log.clear()
 
     def node_of(self, key: str) -> int | None:
         return self.pod_node.get(key)
