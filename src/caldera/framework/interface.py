@@ -93,6 +93,9 @@ class QueuedPodInfo:
     gated: bool = False
     backoff_until: float = 0.0
     seq: int = 0
+    unschedulable_count: int = 0      # attempts rejected by plugins (drives the backoff)
+    consecutive_errors_count: int = 0  # consecutive attempts that ended in an Error
+    gating_plugin: str = ""           # the PreEnqueue plugin that gated the pod
 
     @property
     def key(self) -> str:
