@@ -1,11 +1,15 @@
 """kube-scheduler's default plugin set (apis/config/v1/default_plugins.go), enabled through
-multiPoint in this order, with the default score weights."""
+multiPoint in this order, with the default score weights; and the default configuration."""
 from __future__ import annotations
 
+from .expand import MULTI_POINT, PluginSet, expand_plugins, merge_plugins
 from .types import PluginRef, Profile, SchedulerConfig
 
-# (name, score weight) in kube's multiPoint order. Volume plugins are accepted and run as
-# no-ops for pods without PersistentVolumeClaims (see plugins/volumes.py).
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# (name, score weight) in kube's multiPoint order (kube v1.31+ without the DynamicResources
+# feature gate). Volume plugins are accepted and run as no-ops for pods without
+# PersistentVolumeClaims (see plugins/volumes.py).
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -30,31 +34,27 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
           "reserve", "permit", "preBind", "bind", "postBind")
 
+# Plugins the v1 API rejects (validation.go invalidPluginsByVersion).
+INVALID_V1_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+# Other kube in-tree plugin names caldera does not implement: accepted in `disabled` lists
+# (disabling them is a no-op here), rejected when enabled.
+KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("DynamicResources", "NodeDeclaredFeatures", "GangScheduling",
+                                          "SelectorSpread", "ServiceAffinity")
+
+
+def default_plugins() -> dict[str, PluginSet]:
+    return {MULTI_POINT: PluginSet([PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT])}
+
 
 def expand_multipoint(refs, registry, handle_factory=None) -> dict[str, list[PluginRef]]:
     """Enable each plugin at every extension point its class implements, preserving order."""
-    from ..framework.interface import Plugin, POINT_METHODS
-    out: dict[str, list[PluginRef]] = {p: [] for p in POINTS}
-    for ref in refs:
-        cls = registry[ref.name]
-        for point in POINTS:
-            if _implements(cls, point, Plugin, POINT_METHODS):
-                out[point].append(PluginRef(ref.name, ref.weight if point == "score" else 0))
-    return out
+    return expand_plugins({MULTI_POINT: PluginSet(list(refs))}, registry)
 
 
-def _implements(cls, point, base, methods) -> bool:
-    for m in methods[point]:
-        f = getattr(cls, m, None)
-        if f is not None and f is not getattr(base, m, None):
-            return True
-    return False
+def default_profile(registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
+    return Profile(scheduler_name=scheduler_name, plugins=expand_plugins(merge_plugins(default_plugins(), None),
+                                                                         registry))
 
 
-def default_profile(registry, scheduler_name: str = "default-scheduler") -> Profile:
-    refs = [PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT]
-    return Profile(scheduler_name=scheduler_name, plugins=expand_multipoint(refs, registry))
-
-
-def default_config(registry, scheduler_name: str = "default-scheduler") -> SchedulerConfig:
+def default_config(registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulerConfig:
     return SchedulerConfig(profiles=[default_profile(registry, scheduler_name)])
