@@ -1,0 +1,261 @@
+"""Pod (anti-)affinity terms as kube-scheduler parses them (framework.AffinityTerm / PodInfo).
+
+A PodAffinityTerm becomes an AffinityTerm with
+- selector: the term's labelSelector (a missing selector matches no pod, `{}` matches every pod),
+  with `matchLabelKeys` / `mismatchLabelKeys` merged in as `key In (value)` / `key NotIn (value)`
+  for each key the owning pod has as a label. kube-apiserver does this merge when a pod is
+  created; pods given to Caldera come straight from manifests, so it is done here (a selector
+  that already carries the merged expressions gets the same requirement twice, which is harmless);
+- namespaces: the listed namespaces, or the owning pod's own namespace when both `namespaces`
+  and `namespaceSelector` are absent;
+- namespace selector: absent = matches no namespace, `{}` = every namespace;
+- topologyKey: required by API validation; like kube-scheduler, an empty one is not an error
+  here: no node has the label "", so the term can never be satisfied nor violated.
+
+A pod matches a term when its namespace is in `namespaces` or its namespace's labels match the
+namespace selector, and its labels match the selector.
+
+Namespace labels. Caldera has no Namespace objects in its input yet. Every namespace is treated
+as carrying only the label the API server puts on all namespaces,
+`kubernetes.io/metadata.name: <name>`, plus whatever a caller registers in the plugin's
+`namespace_labels` mapping (namespace -> labels). Consequences: an empty namespaceSelector `{}`
+matches all namespaces; a selector on user labels (`team: a`) matches none; a selector on
+`kubernetes.io/metadata.name` behaves as in a real cluster. For the incoming pod kube unrolls
+its namespaceSelector into the names of existing namespaces; evaluating the selector against
+the namespace of each candidate pod is the same thing, since a pod's namespace exists.
+"""
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from typing import Callable, Mapping
+
+from ...api.selectors import LabelSelector, Requirement, parse_label_selector
+from ...errors import InputError
+
+NS_NAME_LABEL = "kubernetes.io/metadata.name"
+
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+              "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+              "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+             "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+             "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_PREFIX_MSG = ("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+               "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+               "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
+class TermError(ValueError):
+    """A term kube would fail to parse; the message follows apimachinery's field errors."""
+
+
+def _aggregate(errs: list[str]) -> str:
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+def _key_errors(key: str) -> list[str]:
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [f'key: Invalid value: "{key}": a qualified name must consist of alphanumeric characters, '
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+                "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    name = parts[-1]
+    msgs = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        elif len(prefix) > 253:
+            msgs.append("prefix part must be no more than 253 characters")
+        elif not _DNS1123_RE.match(prefix):
+            msgs.append(_PREFIX_MSG)
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name) > 63:
+        msgs.append("name part must be no more than 63 characters")
+    if name and not _NAME_RE.match(name):
+        msgs.append(_NAME_MSG)
+    return [f'key: Invalid value: "{key}": ' + "; ".join(msgs)] if msgs else []
+
+
+def _validate_requirement(r: Requirement) -> None:
+    """labels.NewRequirement's checks on key and values (operators are checked by the parser)."""
+    errs = _key_errors(r.key)
+    for i, v in enumerate(r.values):
+        msgs = []
+        if len(v) > 63:
+            msgs.append("must be no more than 63 characters")
+        if not _LABEL_VALUE_RE.match(v):
+            msgs.append(_VALUE_MSG)
+        if msgs:
+            errs.append(f'values[{i}][{r.key}]: Invalid value: "{v}": ' + "; ".join(msgs))
+    if errs:
+        raise TermError(_aggregate(errs))
+
+
+def _selector(raw, where: str, extra: tuple[Requirement, ...] = ()) -> LabelSelector | None:
+    try:
+        sel = parse_label_selector(raw, where)
+    except InputError as e:
+        raise TermError(str(e)) from None
+    if sel is None:
+        return None
+    if extra:
+        sel = LabelSelector(sel.requirements + extra)
+    for r in sel.requirements:
+        _validate_requirement(r)
+    return sel
+
+
+class AffinityTerm:
+    """One parsed PodAffinityTerm (with its weight for preferred terms)."""
+
+    __slots__ = ("selector", "namespaces", "ns_selector", "key", "weight")
+
+    def __init__(self, selector, namespaces, ns_selector, key, weight=0):
+        self.selector: LabelSelector | None = selector
+        self.namespaces: frozenset[str] = namespaces
+        self.ns_selector: LabelSelector | None = ns_selector
+        self.key: str = key
+        self.weight: int = weight
+
+    def ns_matches(self, ns: str, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:
+        if ns in self.namespaces:
+            return True
+        nss = self.ns_selector
+        if nss is None:
+            return False
+        return nss.empty or nss.matches(ns_labels(ns))
+
+    def matches(self, ns: str, labels: Mapping[str, str], ns_labels) -> bool:
+        sel = self.selector
+        return sel is not None and self.ns_matches(ns, ns_labels) and sel.matches(labels)
+
+    def __repr__(self):
+        return f"AffinityTerm(key={self.key!r}, ns={sorted(self.namespaces)}, w={self.weight})"
+
+
+def _label_key_reqs(term: dict, labels: Mapping[str, str], where: str) -> tuple[Requirement, ...]:
+    out = []
+    for field_, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+        keys = term.get(field_) or []
+        if not isinstance(keys, list):
+            raise TermError(f"{where}.{field_}: must be a list of label keys")
+        for k in keys:
+            if str(k) in labels:
+                out.append(Requirement(str(k), op, (labels[str(k)],)))
+    return tuple(out)
+
+
+def parse_term(term, pod_ns: str, labels: Mapping[str, str], where: str, weight: int = 0) -> AffinityTerm:
+    if not isinstance(term, dict):
+        raise TermError(f"{where}: a pod affinity term must be a mapping")
+    raw_sel = term.get("labelSelector")
+    extra = _label_key_reqs(term, labels, where) if raw_sel is not None else ()
+    selector = _selector(raw_sel, f"{where}.labelSelector", extra)
+    ns_list = term.get("namespaces") or []
+    if not isinstance(ns_list, list):
+        raise TermError(f"{where}.namespaces: must be a list of namespace names")
+    raw_nss = term.get("namespaceSelector")
+    ns_selector = _selector(raw_nss, f"{where}.namespaceSelector")
+    if not ns_list and raw_nss is None:
+        namespaces = frozenset((pod_ns,))
+    else:
+        namespaces = frozenset(str(n) for n in ns_list)
+    key = term.get("topologyKey")
+    if key is not None and not isinstance(key, str):
+        raise TermError(f"{where}.topologyKey: must be a label key string")
+    # An empty topologyKey is rejected by API validation; the scheduler itself accepts it, and no
+    # node carries the label "", so such a term is never satisfied (affinity) / never violated.
+    return AffinityTerm(selector, namespaces, ns_selector, key or "", weight)
+
+
+class PodTerms:
+    """A pod's four term lists (PodInfo's Required/Preferred (Anti)AffinityTerms)."""
+
+    __slots__ = ("req_aff", "req_anti", "pref_aff", "pref_anti", "error", "__weakref__")
+
+    def __init__(self, req_aff=(), req_anti=(), pref_aff=(), pref_anti=(), error=""):
+        self.req_aff: tuple[AffinityTerm, ...] = req_aff
+        self.req_anti: tuple[AffinityTerm, ...] = req_anti
+        self.pref_aff: tuple[AffinityTerm, ...] = pref_aff
+        self.pref_anti: tuple[AffinityTerm, ...] = pref_anti
+        self.error = error   # kube's aggregated parse error ("" when the pod parsed)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.req_aff or self.req_anti or self.pref_aff or self.pref_anti)
+
+
+NO_TERMS = PodTerms()
+_interned: "weakref.WeakValueDictionary[tuple, PodTerms]" = weakref.WeakValueDictionary()
+
+
+def _list(d, field_, where):
+    v = d.get(field_) if isinstance(d, dict) else None
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise TermError(f"{where}.{field_}: must be a list")
+    return v
+
+
+def _parse(pa, paa, ns: str, labels: Mapping[str, str]) -> PodTerms:
+    errs: list[str] = []
+    out: list[tuple] = []
+    req = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref = "preferredDuringSchedulingIgnoredDuringExecution"
+    specs = (("requiredAffinityTerms", pa, "podAffinity", req), ("requiredAntiAffinityTerms", paa, "podAntiAffinity", req),
+             ("preferredAffinityTerms", pa, "podAffinity", pref),
+             ("preferredAntiAffinityTerms", paa, "podAntiAffinity", pref))
+    for label, block, bname, field_ in specs:
+        where = f"spec.affinity.{bname}.{field_}"
+        terms: list[AffinityTerm] = []
+        try:
+            for i, t in enumerate(_list(block, field_, f"spec.affinity.{bname}")):
+                w = f"{where}[{i}]"
+                if field_ == req:
+                    terms.append(parse_term(t, ns, labels, w))
+                    continue
+                if not isinstance(t, dict):
+                    raise TermError(f"{w}: must be a mapping with weight and podAffinityTerm")
+                weight = t.get("weight")
+                if not isinstance(weight, int) or isinstance(weight, bool):
+                    raise TermError(f"{w}.weight: must be an integer (1..100), got {weight!r}")
+                terms.append(parse_term(t.get("podAffinityTerm"), ns, labels, f"{w}.podAffinityTerm", weight))
+        except TermError as e:
+            errs.append(f"{label}: {e}")
+            terms = []
+        out.append(tuple(terms))
+    return PodTerms(*out, error=_aggregate(errs) if errs else "")
+
+
+def pod_terms(pod) -> PodTerms:
+    """The pod's parsed terms, cached on the pod and shared between pods with identical terms
+    (same namespace, same affinity blocks, and same labels where matchLabelKeys need them)."""
+    t = pod.cache.get("ipa.terms")
+    if t is not None:
+        return t
+    if not (pod.has_affinity or pod.has_anti_affinity):
+        t = NO_TERMS
+    else:
+        aff = pod.affinity
+        pa, paa = aff.get("podAffinity"), aff.get("podAntiAffinity")
+        raw = json.dumps([pa, paa], sort_keys=True, default=str)
+        uses_labels = "LabelKeys" in raw
+        key = (pod.namespace, raw, tuple(sorted(pod.labels.items())) if uses_labels else None)
+        t = _interned.get(key)
+        if t is None:
+            if (pa is not None and not isinstance(pa, dict)) or (paa is not None and not isinstance(paa, dict)):
+                t = PodTerms(error="spec.affinity: podAffinity and podAntiAffinity must be mappings")
+            else:
+                t = _parse(pa, paa, pod.namespace, pod.labels)
+            _interned[key] = t
+    pod.cache["ipa.terms"] = t
+    return t
