@@ -15,6 +15,7 @@ import yaml
 
 from ..errors import InputError
 from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass
+from .pdb import PodDisruptionBudget
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -24,6 +25,7 @@ class Cluster:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     other: list[tuple[str, dict]] = field(default_factory=list)  # (source, doc) of kinds others consume
     warnings: list[str] = field(default_factory=list)
 
@@ -126,6 +128,15 @@ def load_cluster(paths: list[str]) -> Cluster:
             elif kind == "PriorityClass":
                 pc = PriorityClass(doc)
                 c.priority_classes[pc.name] = pc
+            elif kind == "PodDisruptionBudget" and api == "policy/v1":
+                pdb = PodDisruptionBudget(doc)
+                if not pdb.has_status:
+                    c.warnings.append(f"{source}: {_describe(doc, idx)}: no status.disruptionsAllowed; 0 assumed "
+                                      "(preemption reads only the status the disruption controller computes)")
+                c.pdbs.append(pdb)
+            elif kind == "PodDisruptionBudget":
+                c.warnings.append(f"{source}: {_describe(doc, idx)}: apiVersion {api!r} is not served since "
+                                  "Kubernetes 1.25; use policy/v1 (skipped)")
             elif kind in CONSUMED_ELSEWHERE and "volcano.sh" in api:
                 c.other.append((source, doc))
             else:

@@ -70,6 +70,7 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
     res = PassResult(warnings=list(cluster.warnings))
     table = build_table(cluster, res.warnings)
     sched = Scheduler(config, table, registry, seed=seed, explain=explain)
+    sched.pdbs = cluster.pdbs
     if explain:
         res.explain = {}
     queue = []

@@ -52,10 +52,14 @@ class Diagnosis:
             for s in self.node_status.values():
                 for r in s.reasons:
                     counts[r] = counts.get(r, 0) + 1
+            absent = self.num_all_nodes - len(self.node_status)
+            if absent > 0 and self.absent_status is not None:
+                for r in self.absent_status.reasons:
+                    counts[r] = counts.get(r, 0) + absent
             if counts:
                 msg += " " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items())) + "."
         if self.postfilter_msg:
-            msg += f" {self.postfilter_msg}."
+            msg += f" {self.postfilter_msg}"
         return msg
 
 

@@ -1,0 +1,107 @@
+"""Finding preemption candidates (Evaluator.findCandidates / DryRunPreemption).
+
+Kube dry-runs the candidate nodes in parallel; this runs them one after another from the random
+offset, which is kube's behaviour with parallelism 1: it stops as soon as at least one candidate
+violates no PDB and the candidates found reach the wanted number.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...framework.runtime import Diagnosis
+from ...framework.status import Code, Status
+from .fast import Lazy
+
+NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
+
+
+@dataclass
+class Candidate:
+    """A node where the preemptor fits once `victims` are gone (extenderv1.Victims + node name)."""
+    name: str
+    victims: list = field(default_factory=list)
+    num_pdb_violations: int = 0
+    index: int = -1
+
+
+def potential_nodes(diagnosis: Diagnosis, n: int) -> list[int]:
+    """Node rows whose filter status is Unschedulable (preemption might help there). Nodes absent
+    from the diagnosis take its absent status (UnschedulableAndUnresolvable when unset)."""
+    absent = diagnosis.absent_status
+    absent_code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if absent is None else absent.code
+    statuses = diagnosis.node_status
+    if absent_code == Code.UNSCHEDULABLE:
+        if not statuses:
+            return list(range(n))
+        return [i for i in range(n) if (statuses[i].code if i in statuses else absent_code) == Code.UNSCHEDULABLE]
+    return sorted(i for i, s in statuses.items() if 0 <= i < n and s.code == Code.UNSCHEDULABLE)
+
+
+def dry_run_preemption(plugin, pod, nodes: list[int], pdbs, offset: int, num_candidates: int, fast=None):
+    """Returns (candidates: non-violating first, then violating; {node row: Status} of the nodes
+    that are no candidate; [error Status]). `fast` (fast.ResourceOnlyPath) replaces the
+    reference victim selection where it applies."""
+    table = plugin.handle.table
+    non_violating: list[Candidate] = []
+    violating: list[Candidate] = []
+    statuses: dict[int, Status] = {}
+    errors: list[Status] = []
+    n = len(nodes)
+    lazy: list[tuple[int, object]] = []
+
+    def record(i, victims, num_viol, s) -> bool:
+        """Account node i's outcome; True when enough candidates are found."""
+        if s.is_success() and victims:
+            c = Candidate(table.nodes[i].name, victims, num_viol, i)
+            target = non_violating if num_viol == 0 else violating
+            if len(target) < num_candidates:
+                target.append(c)
+            return bool(non_violating) and len(non_violating) + len(violating) >= num_candidates
+        if s.is_success():
+            s = Status.error(f'expected at least one victim pod on node "{table.nodes[i].name}"')
+        if s.code == Code.ERROR:
+            errors.append(s)
+        statuses[i] = s
+        return False
+
+    for k in range(n):
+        i = nodes[(offset + k) % n]
+        res = fast.select(plugin, pod, table, i, pdbs) if fast is not None else None
+        if isinstance(res, Lazy):
+            lazy.append((i, res.signature))
+            continue
+        if res is None:
+            res = plugin.select_victims_on_node(pod, table, i, pdbs)
+        if record(i, *res):
+            break
+    if not non_violating and not violating:
+        # no candidate there either way; the reference path gives the status
+        by_signature: dict = {}
+        for i, sig in lazy:
+            if sig is not None and sig in by_signature:
+                statuses[i] = by_signature[sig]
+                continue
+            record(i, *plugin.select_victims_on_node(pod, table, i, pdbs))
+            if sig is not None and i in statuses:
+                by_signature[sig] = statuses[i]
+    return non_violating + violating, statuses, errors
+
+
+def fit_error_message(num_all_nodes: int, statuses: dict[int, Status]) -> str:
+    """FitError.Error() of the preemption dry run: nodes that were not tried count as
+    'Preemption is not helpful for scheduling'."""
+    d = Diagnosis(num_all_nodes=num_all_nodes, node_status=statuses,
+                  absent_status=Status.unresolvable(NOT_HELPFUL_MSG))
+    return d.message()
+
+
+def aggregate_message(errors: list[Status]) -> str:
+    """utilerrors.NewAggregate(errs).Error(): one message, or '[a, b]' for several distinct ones."""
+    seen: list[str] = []
+    for e in errors:
+        m = e.message()
+        if m not in seen:
+            seen.append(m)
+    if len(seen) == 1:
+        return seen[0]
+    return "[" + ", ".join(seen) + "]"
