@@ -159,8 +159,8 @@ class Scheduler:
             cand = np.arange(n, dtype=np.intp)
         else:
             cand = np.array(sorted(table.index[x] for x in names if x in table.index), dtype=np.intp)
-            restricting = state.get("__prefilter_restricting__") or []
-            msg = (f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]")
+            restricting = sorted(state.get("__prefilter_restricting__") or [])
+            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]"
             diag.absent_status = Status.unresolvable(msg)
         alive, rejections = self._filter(fwk, state, pod, cand)
 

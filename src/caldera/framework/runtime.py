@@ -99,6 +99,9 @@ class Framework:
             raise ConfigError(f"profile {profile.scheduler_name!r}: at least one bind plugin must be enabled")
         self.filters = self.points.get("filter", [])
         self.scorers = self.points.get("score", [])
+        self._normalizers = {p for p in self.scorers if getattr(type(p), "normalize_score", None) is not None}
+        # in-tree plugins are tested to keep normalised scores in [0, 100]; third-party ones are checked
+        self._trusted = {p for p in self.scorers if type(p).__module__.startswith("caldera.plugins.")}
 
     def _instance(self, name: str, registry) -> Plugin:
         p = self.instances.get(name)
@@ -142,9 +145,11 @@ class Framework:
                     names = set(r.node_names) if names is None else names & r.node_names
                     restricting.append(p.name)
                     if not names:
-                        msg = f"node(s) didn't satisfy plugin(s) {restricting}" if len(restricting) > 1 else \
-                            f"node(s) didn't satisfy plugin {restricting[0]}"
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}] simultaneously" \
+                            if len(restricting) > 1 else f"node(s) didn't satisfy plugin {restricting[0]}"
                         return names, Status.unresolvable(msg, plugin=p.name)
+                continue
+            if r is None:
                 continue
             s = _as_status(r, p.name)
             if s.is_skip():
@@ -226,7 +231,10 @@ class Framework:
             total += 1
             return total, detail
         for p in self.points.get("preScore", []):
-            s = _as_status(p.pre_score(state, pod, table, idx), p.name)
+            r = p.pre_score(state, pod, table, idx)
+            if r is None:
+                continue
+            s = _as_status(r, p.name)
             if s.is_skip():
                 state.skip_score.add(p.name)
             elif not s.is_success():
@@ -235,9 +243,9 @@ class Framework:
             if p.name in state.skip_score:
                 continue
             sc = np.asarray(p.score(state, pod, table, idx), dtype=np.int64)
-            if getattr(type(p), "normalize_score", None) is not None:
+            if p in self._normalizers:
                 sc = np.asarray(p.normalize_score(state, pod, sc), dtype=np.int64)
-            if sc.size and (sc.max() > MAX_NODE_SCORE or sc.min() < 0):
+            if p not in self._trusted and sc.size and (sc.max() > MAX_NODE_SCORE or sc.min() < 0):
                 raise _ScoreError(Status.error(f"plugin {p.name} returns an invalid score "
                                                f"{int(sc.max() if sc.max() > MAX_NODE_SCORE else sc.min())}, "
                                                f"it should in the range of [0, 100] after normalizing",
