@@ -9,12 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InputError
-from .quantity import QuantityError, resource_value
+from .podresources import (DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NON_MISSING,  # noqa: F401
+                           _container_resources, aggregate_container_requests, default_pod_level_requests,
+                           is_pod_level_resource, parse_resources, parse_resources_nano, pod_requests)
 
 DEFAULT_SCHEDULER = "default-scheduler"
-# kube-scheduler's defaults for containers with no cpu/memory request (pkg/scheduler/util/pod_resources.go)
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -53,20 +52,6 @@ def _list(d, key, where) -> list:
 
 def _str_map(d, key, where) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in _map(d, key, where).items()}
-
-
-def parse_resources(rl, where: str) -> dict[str, int]:
-    if rl is None:
-        return {}
-    if not isinstance(rl, dict):
-        raise InputError(f"{where}: must be a mapping of resource name to quantity")
-    out = {}
-    for name, q in rl.items():
-        try:
-            out[str(name)] = resource_value(str(name), q)
-        except QuantityError as e:
-            raise InputError(f"{where}.{name}: {e}") from None
-    return out
 
 
 class Taint:
@@ -145,61 +130,6 @@ def parse_tolerations(items, where) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _container_requests(c: dict, where: str) -> dict[str, int]:
-    res = c.get("resources") or {}
-    if not isinstance(res, dict):
-        raise InputError(f"{where}.resources: must be a mapping")
-    req = parse_resources(res.get("requests"), f"{where}.resources.requests")
-    lim = parse_resources(res.get("limits"), f"{where}.resources.limits")
-    for k, v in lim.items():  # API-server defaulting: a limit with no request sets the request
-        req.setdefault(k, v)
-    return req
-
-
-def _add(acc: dict, r: dict):
-    for k, v in r.items():
-        acc[k] = acc.get(k, 0) + v
-
-
-def _max(acc: dict, r: dict):
-    for k, v in r.items():
-        if v > acc.get(k, 0):
-            acc[k] = v
-
-
-def _nonmissing(r: dict) -> dict:
-    out = dict(r)
-    out.setdefault("cpu", DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault("memory", DEFAULT_MEMORY_REQUEST)
-    return out
-
-
-def pod_requests(containers, inits, overhead, nonmissing: bool = False) -> dict[str, int]:
-    """resourcehelper.PodRequests: max(Σ containers + sidecars, max init) + overhead.
-
-    containers: list of request dicts; inits: list of (request dict, is_sidecar).
-    With nonmissing, each container lacking a cpu/memory request counts 100m/200Mi
-    (kube's NonMissingContainerRequests, used by scoring)."""
-    reqs: dict[str, int] = {}
-    for r in containers:
-        _add(reqs, _nonmissing(r) if nonmissing else r)
-    sidecars: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for r, sidecar in inits:
-        r = _nonmissing(r) if nonmissing else r
-        if sidecar:
-            _add(reqs, r)
-            _add(sidecars, r)
-            cur = dict(sidecars)
-        else:
-            cur = dict(r)
-            _add(cur, sidecars)
-        _max(init_max, cur)
-    _max(reqs, init_max)
-    _add(reqs, overhead)
-    return reqs
-
-
 class Pod:
     """A pod as the scheduler sees it. `key` is "namespace/name"."""
 
@@ -252,15 +182,14 @@ class Pod:
         containers = _list(spec, "containers", where)
         inits = _list(spec, "initContainers", where)
         creqs, ireqs, images = [], [], []
+        cres, ires = [], []        # (requests, limits) per container, for pod-level defaulting
         qos_all_guaranteed, any_set = True, False
         for kind, lst in (("containers", containers), ("initContainers", inits)):
             for i, c in enumerate(lst):
                 w = f"spec.{kind}[{i}]"
                 if not isinstance(c, dict):
                     raise InputError(f"{w}: must be a mapping")
-                r = _container_requests(c, w)
-                res = c.get("resources") or {}
-                lim = parse_resources(res.get("limits"), f"{w}.resources.limits")
+                r, lim = _container_resources(c, w)
                 if r or lim:
                     any_set = True
                 for k in ("cpu", "memory"):
@@ -270,11 +199,23 @@ class Pod:
                     images.append(str(c["image"]))
                 if kind == "containers":
                     creqs.append(r)
+                    cres.append((r, lim))
                 else:
-                    ireqs.append((r, c.get("restartPolicy") == "Always"))
-        overhead = parse_resources(spec.get("overhead"), "spec.overhead")
-        self.requests = {k: v for k, v in pod_requests(creqs, ireqs, overhead).items()}
-        nz = pod_requests(creqs, ireqs, overhead, nonmissing=True)
+                    sidecar = c.get("restartPolicy") == "Always"
+                    ireqs.append((r, sidecar))
+                    ires.append(((r, lim), sidecar))
+        overhead = parse_resources_nano(spec.get("overhead"), "spec.overhead")
+        pod_level = None
+        pres = spec.get("resources")
+        if pres is not None:
+            if not isinstance(pres, dict):
+                raise InputError("spec.resources: must be a mapping")
+            preq = parse_resources_nano(pres.get("requests"), "spec.resources.requests")
+            plim = parse_resources_nano(pres.get("limits"), "spec.resources.limits")
+            if preq or plim:
+                pod_level = default_pod_level_requests(preq, plim, cres, ires)
+        self.requests = pod_requests(creqs, ireqs, overhead, pod_level=pod_level)
+        nz = pod_requests(creqs, ireqs, overhead, nonmissing=True, pod_level=pod_level)
         self.nonzero_cpu = nz.get("cpu", 0)
         self.nonzero_mem = nz.get("memory", 0)
         self.images = tuple(images)

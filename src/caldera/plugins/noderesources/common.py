@@ -1,44 +1,105 @@
-"""Shared resource-allocation scoring inputs (kube's noderesources/resource_allocation.go).
+"""Shared resource-allocation scoring inputs (kube's noderesources/resource_allocation.go) and the
+resource-name classes of v1helper / schedutil.
 
 For a list of (resource, weight) this builds, over candidate nodes, the allocatable and the
-requested-after-placing-the-pod matrices the scoring strategies read:
+requested-after-placing-the-pod matrices the scoring strategies read (calculateResourceAllocatableRequest):
 - useRequested=False (NodeResourcesFit scoring): cpu/memory use the pod's and the nodes'
-  "non-zero" requests (100m / 200Mi for containers that request nothing);
+  "non-zero" requests (100m / 200Mi for containers that request nothing); ephemeral-storage and
+  scalar resources use real requests;
 - useRequested=True (BalancedAllocation): real requests;
-- a scalar (extended) resource the pod does not request is left out (alloc 0), and so is any
-  resource whose allocatable on a node is 0.
+- a scalar resource (extended, hugepages-*, *kubernetes.io/*, attachable-volumes-*) the pod does
+  not request is left out, and so is every other name kube does not track (pods, storage, ...);
+- a resource whose allocatable on a node is 0 is left out of that node's score.
 """
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 import numpy as np
 
 from ...errors import ConfigError
-from ...state.nodetable import CPU, MEM
+from ...state.nodetable import CPU, EPH, MEM
 
 DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
-_NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
+NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 
 
-def parse_resources(spec, where: str) -> tuple[tuple[str, int], ...]:
+def is_qualified_name(value: str) -> bool:
+    """apimachinery's IsQualifiedName: [DNS-subdomain prefix '/'] name (<= 63 chars)."""
+    prefix, sep, name = value.rpartition("/")
+    if sep:
+        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
+            return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
+
+
+def is_prefixed_native(name: str) -> bool:
+    return "kubernetes.io/" in name
+
+
+def is_native(name: str) -> bool:
+    return "/" not in name or is_prefixed_native(name)
+
+
+@lru_cache(maxsize=4096)
+def is_extended(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: a domain-prefixed name outside *kubernetes.io, not
+    requests.*, that stays a qualified name with the quota prefix 'requests.'."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
+
+
+@lru_cache(maxsize=4096)
+def is_scalar(name: str) -> bool:
+    """schedutil.IsScalarResourceName: the names kube tracks besides cpu/memory/ephemeral-storage/pods."""
+    return (is_extended(name) or name.startswith("hugepages-") or is_prefixed_native(name)
+            or name.startswith("attachable-volumes-"))
+
+
+def parse_resources(spec, where: str, *, balanced: bool = False) -> tuple[tuple[str, int], ...]:
+    """[{name, weight}] with kube's v1 defaulting (empty -> cpu:1, memory:1; weight 0 or unset -> 1)
+    and validation (Fit: weight in 1..100; BalancedAllocation: weight must be 1, unique names)."""
     if spec is None:
         return DEFAULT_RESOURCES
     if not isinstance(spec, list):
         raise ConfigError(f"{where}: must be a list of {{name, weight}}")
+    if not spec:
+        return DEFAULT_RESOURCES
     out = []
+    seen: set[str] = set()
     for i, r in enumerate(spec):
-        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-            raise ConfigError(f"{where}[{i}]: needs a resource 'name'")
-        w = r.get("weight", 1)
-        if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
-            raise ConfigError(f"{where}[{i}].weight: must be an integer in 1..100, got {w!r}")
-        out.append((r["name"], w))
-    names = [n for n, _ in out]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: resource names must be unique")
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str) or not r["name"]:
+            raise ConfigError(f"{where}[{i}].name: a resource name is required")
+        unknown = set(r) - {"name", "weight"}
+        if unknown:
+            raise ConfigError(f"{where}[{i}]: unknown field(s) {sorted(unknown)}; known: name, weight")
+        name, w = r["name"], r.get("weight")
+        if w is None:
+            w = 0
+        if not isinstance(w, int) or isinstance(w, bool):
+            raise ConfigError(f"{where}[{i}].weight: expected an integer, got {w!r}")
+        if w == 0:
+            w = 1                       # SetDefaults: unset or 0 means 1
+        if balanced:
+            if name in seen:
+                raise ConfigError(f"{where}[{i}].name: duplicate value {name!r}")
+            if w != 1:
+                raise ConfigError(f"{where}[{i}].weight: must be 1, got {w}")
+        elif not 1 <= w <= 100:
+            raise ConfigError(f"{where}[{i}].weight: resource weight of {name} not in valid range (0, 100], got {w}")
+        seen.add(name)
+        out.append((name, w))
     return tuple(out)
 
 
 def pod_request_list(pod, resources, use_requested: bool) -> list[int]:
+    """calculatePodResourceRequestList: the pod's request of each configured resource."""
     out = []
     for name, _ in resources:
         if not use_requested and name == "cpu":
@@ -55,18 +116,13 @@ def allocation_matrices(table, idx: np.ndarray, resources, pod_req: list[int], u
     (resource-major: one row per resource over the k candidate nodes)."""
     rows_a, rows_r, weights = [], [], []
     alloc_t, free = table.alloc_t, table.free
-    zero = None
     for (name, w), pr in zip(resources, pod_req):
-        if pr == 0 and name not in _NATIVE:
-            continue  # scalar resource the pod does not request: ignored
+        if name not in NATIVE_SCORED and (pr == 0 or not is_scalar(name)):
+            continue      # scalar resource the pod does not request, or a name kube ignores
         c = table.res_index.get(name)
-        weights.append(w)
-        if c is None:  # no node has the resource: allocatable 0
-            if zero is None:
-                zero = np.zeros(idx.size, dtype=np.int64)
-            rows_a.append(zero)
-            rows_r.append(zero + pr)
+        if c is None:     # no node has the resource: allocatable 0 everywhere, left out
             continue
+        weights.append(w)
         a = alloc_t[c, idx]
         rows_a.append(a)
         if not use_requested and c == CPU:
@@ -75,6 +131,9 @@ def allocation_matrices(table, idx: np.ndarray, resources, pod_req: list[int], u
             rows_r.append(table.nonzero[1, idx] + pr)
         else:
             rows_r.append(a - free[c, idx] + pr)
+    if not rows_a:
+        z = np.zeros((0, idx.size), dtype=np.int64)
+        return z, z, np.zeros((0, 1), dtype=np.int64)
     return np.array(rows_a), np.array(rows_r), np.array(weights, dtype=np.int64)[:, None]
 
 
@@ -82,3 +141,7 @@ def go_div(a: np.ndarray, b) -> np.ndarray:
     """Go's integer division (truncates toward zero)."""
     q = np.abs(a) // np.abs(b)
     return np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
+
+
+__all__ = ["DEFAULT_RESOURCES", "EPH", "allocation_matrices", "go_div", "is_extended", "is_scalar",
+           "parse_resources", "pod_request_list"]

@@ -1,5 +1,13 @@
 """NodeResourcesFit: does the node have room for the pod's requests (filter), and how full would
-it be (score: LeastAllocated, MostAllocated or RequestedToCapacityRatio)."""
+it be (score: LeastAllocated, MostAllocated or RequestedToCapacityRatio).
+
+Filter (fitsRequest): "Too many pods" when the node already holds allocatable.pods pods; then, for
+cpu, memory, ephemeral-storage and every scalar resource (extended, hugepages-*, *kubernetes.io/*,
+attachable-volumes-*) the pod requests (non-zero), "Insufficient <name>" when the request exceeds
+allocatable - requested. Extended resources named in ignoredResources, or whose domain is in
+ignoredResourceGroups, are not checked. The status is UnschedulableAndUnresolvable when some
+request exceeds the node's whole allocatable (preemption cannot help), else Unschedulable.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,19 +16,24 @@ from ...errors import ConfigError
 from ...framework.interface import Plugin
 from ...framework.status import Status
 from ...state.nodetable import CPU, EPH, MEM, PODS
-from .common import allocation_matrices, parse_resources, pod_request_list
-from .strategies import RequestedToCapacityRatio, least_allocated, most_allocated
+from .common import allocation_matrices, is_extended, is_qualified_name, is_scalar, parse_resources, \
+    pod_request_list
+from .strategies import RequestedToCapacityRatio, least_allocated, most_allocated, validate_shape
 
 NAME = "NodeResourcesFit"
+PREFILTER_KEY = "PreFilter" + NAME
+PRESCORE_KEY = "PreScore" + NAME
+STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 _NATIVE_REASON = {CPU: "Insufficient cpu", MEM: "Insufficient memory", EPH: "Insufficient ephemeral-storage"}
+_WHERE = "NodeResourcesFitArgs"
 
 
-def is_extended(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: has a domain prefix outside kubernetes.io, not requests.*"""
-    if "/" not in name or name.startswith("requests."):
-        return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+def _string_list(v, where: str) -> list[str]:
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{where}: must be a list of strings")
+    return v
 
 
 class NodeResourcesFit(Plugin):
@@ -32,51 +45,92 @@ class NodeResourcesFit(Plugin):
         known = {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"}
         unknown = set(a) - known
         if unknown:
-            raise ConfigError(f"NodeResourcesFitArgs: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-        self.ignored = set(a.get("ignoredResources") or [])
-        self.ignored_groups = set(a.get("ignoredResourceGroups") or [])
-        for g in self.ignored_groups:
+            raise ConfigError(f"{_WHERE}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        ignored = _string_list(a.get("ignoredResources"), f"{_WHERE}.ignoredResources")
+        for i, r in enumerate(ignored):
+            if not is_qualified_name(r):
+                raise ConfigError(f"{_WHERE}.ignoredResources[{i}]: {r!r} is not a valid resource name "
+                                  "(a qualified name such as 'example.com/gpu')")
+        groups = _string_list(a.get("ignoredResourceGroups"), f"{_WHERE}.ignoredResourceGroups")
+        for i, g in enumerate(groups):
             if "/" in g:
-                raise ConfigError(f"NodeResourcesFitArgs.ignoredResourceGroups: {g!r} must not contain '/'")
-        ss = a.get("scoringStrategy") or {}
+                raise ConfigError(f"{_WHERE}.ignoredResourceGroups[{i}]: {g!r}: resource group name can't contain '/'")
+            if not is_qualified_name(g):
+                raise ConfigError(f"{_WHERE}.ignoredResourceGroups[{i}]: {g!r} is not a valid resource group name")
+        self.ignored = set(ignored)
+        self.ignored_groups = set(groups)
+        ss = a.get("scoringStrategy")
+        if ss is None:
+            ss = {"type": "LeastAllocated"}       # SetDefaults_NodeResourcesFitArgs
         if not isinstance(ss, dict):
-            raise ConfigError("NodeResourcesFitArgs.scoringStrategy: must be a mapping")
-        kind = ss.get("type") or "LeastAllocated"
-        self.resources = parse_resources(ss.get("resources"), "NodeResourcesFitArgs.scoringStrategy.resources")
+            raise ConfigError(f"{_WHERE}.scoringStrategy: must be a mapping")
+        unknown = set(ss) - {"type", "resources", "requestedToCapacityRatio"}
+        if unknown:
+            raise ConfigError(f"{_WHERE}.scoringStrategy: unknown field(s) {sorted(unknown)}; "
+                              "known: requestedToCapacityRatio, resources, type")
+        kind = ss.get("type")
+        if kind not in STRATEGIES:
+            raise ConfigError(f"{_WHERE}.scoringStrategy.type: {kind!r} is not supported; "
+                              f"use one of {', '.join(STRATEGIES)}")
+        self.resources = parse_resources(ss.get("resources"), f"{_WHERE}.scoringStrategy.resources")
+        rtc = ss.get("requestedToCapacityRatio")
+        rtc_where = f"{_WHERE}.scoringStrategy.requestedToCapacityRatio"
+        if rtc is not None and not isinstance(rtc, dict):
+            raise ConfigError(f"{rtc_where}: must be a mapping with a shape")
+        if rtc is not None:
+            validate_shape(rtc.get("shape"), rtc_where)
         if kind == "LeastAllocated":
             self.scorer = least_allocated
         elif kind == "MostAllocated":
             self.scorer = most_allocated
-        elif kind == "RequestedToCapacityRatio":
-            rtc = ss.get("requestedToCapacityRatio") or {}
-            self.scorer = RequestedToCapacityRatio(rtc.get("shape"),
-                                                   "NodeResourcesFitArgs.scoringStrategy.requestedToCapacityRatio")
         else:
-            raise ConfigError(f"NodeResourcesFitArgs.scoringStrategy.type: {kind!r} is not one of "
-                              "LeastAllocated, MostAllocated, RequestedToCapacityRatio")
+            if rtc is None:
+                raise ConfigError(f"{rtc_where}: required for type RequestedToCapacityRatio "
+                                  "(a shape of {utilization, score} points)")
+            self.scorer = RequestedToCapacityRatio(rtc.get("shape"), rtc_where)
         self.strategy = kind
+        self._checked: dict[str, bool] = {}
+        self._token = object()     # keys this instance's per-pod cache entries
 
     def events_to_register(self):
         return ["Pod/Delete", "Pod/UpdatePodScaleDown", "Node/Add", "Node/UpdateNodeAllocatable"]
 
     # ---- filter -------------------------------------------------------------------
+    def _is_checked(self, name: str) -> bool:
+        """Does fitsRequest look at resource `name`?"""
+        ok = self._checked.get(name)
+        if ok is None:
+            if name in ("cpu", "memory", "ephemeral-storage"):
+                ok = True
+            elif not is_scalar(name):
+                ok = False     # not tracked by kube's framework.Resource (pods, storage, ...)
+            elif is_extended(name):
+                ok = not (name in self.ignored or name.split("/", 1)[0] in self.ignored_groups)
+            else:
+                ok = True
+            self._checked[name] = ok
+        return ok
+
     def _vector(self, state, pod, table):
-        key = "PreFilterNodeResourcesFit"
-        v = state.get(key)
+        """(column indices, values) of the pod's non-zero requests this plugin checks, pods=1 included."""
+        v = state.get(PREFILTER_KEY)
         if v is None:
-            cols, vals = table.pod_vector(pod)
-            if self.ignored or self.ignored_groups:
-                keep = []
-                for c in cols.tolist():
-                    r = table.res_names[c]
-                    keep.append(not (is_extended(r) and (r in self.ignored or r.split("/", 1)[0] in self.ignored_groups)))
-                keep = np.array(keep, dtype=bool)
-                cols, vals = cols[keep], vals[keep]
-            v = (cols, vals)
-            state.write(key, v)
+            key = ("fit", self._token, len(table.res_names))
+            v = pod.cache.get(key)
+            if v is None:
+                cols, vals = table.pod_vector(pod)
+                names = table.res_names
+                keep = [c == PODS or self._is_checked(names[c]) for c in cols.tolist()]
+                if not all(keep):
+                    keep = np.array(keep, dtype=bool)
+                    cols, vals = cols[keep], vals[keep]
+                v = (cols, vals)
+                pod.cache[key] = v
+            state.write(PREFILTER_KEY, v)
         return v
 
     def pre_filter(self, state, pod):
+        state.delete(PREFILTER_KEY)
         self._vector(state, pod, self.handle.table)
         return None
 
@@ -91,25 +145,33 @@ class NodeResourcesFit(Plugin):
         return ok
 
     def filter_status(self, state, pod, table, i):
-        cols, vals = self._vector(state, pod, table)
+        return self.insufficient_status(*self._vector(state, pod, table), table, i)
+
+    @staticmethod
+    def insufficient_status(cols, vals, table, i) -> Status:
         reasons, unresolvable = [], False
         alloc, req = table.alloc[i], table.req[i]
         if req[PODS] + 1 > alloc[PODS]:
             reasons.append("Too many pods")
-        native = [(c, v) for c, v in zip(cols.tolist(), vals.tolist()) if c in _NATIVE_REASON]
-        scalar = [(c, v) for c, v in zip(cols.tolist(), vals.tolist()) if c not in _NATIVE_REASON and c != PODS]
-        for c, v in native + scalar:
+        pairs = list(zip(cols.tolist(), vals.tolist()))
+        # cpu, memory, ephemeral-storage first, then the scalar resources
+        for c, v in [p for p in pairs if p[0] in _NATIVE_REASON] + \
+                    [p for p in pairs if p[0] not in _NATIVE_REASON and p[0] != PODS]:
             if v > alloc[c] - req[c]:
                 reasons.append(_NATIVE_REASON.get(c) or f"Insufficient {table.res_names[c]}")
                 unresolvable |= bool(v > alloc[c])
+        if not reasons:
+            return Status()
         return Status.unresolvable(*reasons) if unresolvable else Status.unschedulable(*reasons)
 
     # ---- score --------------------------------------------------------------------
     def pre_score(self, state, pod, table, idx):
-        state.write("PreScoreNodeResourcesFit", pod_request_list(pod, self.resources, use_requested=False))
+        state.write(PRESCORE_KEY, pod_request_list(pod, self.resources, use_requested=False))
         return None
 
     def score(self, state, pod, table, idx):
-        pr = state.get("PreScoreNodeResourcesFit") or pod_request_list(pod, self.resources, False)
+        pr = state.get(PRESCORE_KEY)
+        if pr is None:
+            pr = pod_request_list(pod, self.resources, False)
         alloc, req, w = allocation_matrices(table, idx, self.resources, pr, use_requested=False)
         return self.scorer(alloc, req, w)
