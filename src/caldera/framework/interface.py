@@ -6,7 +6,7 @@ return one value per entry of `idx`:
     pre_enqueue(pod) -> Status | None
     less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool                       (QueueSort)
     pre_filter(state, pod) -> Status | PreFilterResult | None              (Skip = no Filter)
-    filter(state, pod, nodes, idx) -> bool ndarray (True = node passes)
+    filter(state, pod, nodes, idx) -> bool ndarray (True = node passes), or None if all pass
     filter_status(state, pod, nodes, i) -> Status                           (why node i failed)
     filter_node(state, pod, nodes, i) -> Status | None                      (per-node alternative)
     post_filter(state, pod, diagnosis) -> (PostFilterResult | None, Status)

@@ -47,7 +47,7 @@ class Status:
 
     @classmethod
     def skip(cls) -> "Status":
-        return cls(Code.SKIP)
+        return _SKIP
 
     def message(self) -> str:
         return ", ".join(self.reasons)
@@ -62,7 +62,7 @@ class Status:
         return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
 
     def with_plugin(self, name: str) -> "Status":
-        if not self.plugin:
+        if not self.plugin and self is not _SKIP:
             self.plugin = name
         return self
 
@@ -76,6 +76,7 @@ class Status:
 
 
 SUCCESS = Status()
+_SKIP = Status(Code.SKIP)   # shared: Skip carries no reasons, so it is never annotated
 
 
 def code_of(s: "Status | None") -> Code:

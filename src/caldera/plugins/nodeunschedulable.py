@@ -14,10 +14,9 @@ class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
 
     def filter(self, state, pod, table, idx):
-        bad = table.unschedulable[idx]
-        if not bad.any() or tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT):
-            return np.ones(idx.size, dtype=bool)
-        return ~bad
+        if not table.any_unschedulable or tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return None  # every node passes
+        return ~table.unschedulable[idx]
 
     def filter_status(self, state, pod, table, i):
         return Status.unresolvable(REASON)

@@ -67,7 +67,7 @@ class PodTopologySpread(Plugin):
     def filter(self, state, pod, table, idx):
         s = self._state(state, pod, table)
         if not s.constraints:
-            return np.ones(idx.size, dtype=bool)
+            return None  # every node passes
         return filter_codes(s, idx) == PASS
 
     def filter_status(self, state, pod, table, i):
