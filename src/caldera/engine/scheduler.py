@@ -173,15 +173,20 @@ class Scheduler:
         start_pos = self.next_start % m if m else 0
         processed = m
         if alive.size:
+            # visit feasible nodes from start_pos round-robin; keep the first k
             pos = alive if names is None else np.searchsorted(cand, alive)
-            if start_pos:
-                cut = int(np.searchsorted(pos, start_pos))
-                if cut:
-                    alive = np.concatenate((alive[cut:], alive[:cut]))
-                    pos = np.concatenate((pos[cut:], pos[:cut]))
+            cut = int(np.searchsorted(pos, start_pos)) if start_pos else 0
             if alive.size > k:
-                processed = (int(pos[k - 1]) - start_pos) % m + 1
-                alive = alive[:k]
+                tail = alive.size - cut
+                if tail >= k:
+                    last = pos[cut + k - 1]
+                    alive = alive[cut:cut + k]
+                else:
+                    last = pos[k - tail - 1]
+                    alive = np.concatenate((alive[cut:], alive[:k - tail]))
+                processed = (int(last) - start_pos) % m + 1
+            elif cut:
+                alive = np.concatenate((alive[cut:], alive[:cut]))
         self.next_start = (self.next_start + processed) % n
 
         need_status = alive.size == 0 or explain is not None
