@@ -118,3 +118,18 @@ def test_table_output_renders():
     p = run("schedule", "-f", str(ROOT / "examples" / "cluster"), "--explain")
     assert p.returncode == 0, p.stderr
     assert "shop/web-0" in p.stdout and "Explain" in p.stdout
+
+
+def test_example_cluster_outcome():
+    """The README's demo: what the pass decides for examples/cluster."""
+    p = run("schedule", "-f", str(ROOT / "examples" / "cluster"), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert {b["pod"]: b["node"] for b in out["bindings"]} == {"shop/web-0": "node-a", "ml/trainer-0": "gpu-1"}
+    assert out["nominations"] == [{"pod": "shop/api-0", "node": "node-b"}]
+    assert out["evictions"] == [{"pod": "shop/cache-0", "reason": "preempted by shop/api-0 on node-b"}]
+    msgs = {u["pod"]: u["message"] for u in out["unschedulable"]}
+    assert msgs["shop/report-0"] == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were "
+        "unschedulable, 2 Insufficient cpu. preemption: 0/4 nodes are available: 1 No preemption victims "
+        "found for incoming pod, 3 Preemption is not helpful for scheduling.")

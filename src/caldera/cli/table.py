@@ -56,11 +56,13 @@ def _explain_table(con: Console, pod: str, ex: dict) -> None:
     t.add_column("Node", style="bold")
     for p in plugins:
         t.add_column(SHORT.get(p, p), justify="right")
-    t.add_column("total", justify="right", style="bold")
+    if scores:
+        t.add_column("total", justify="right", style="bold")
     t.add_column("Filter", overflow="fold")
+    tot = ["total"] if scores else []
     ranked = sorted(scores.items(), key=lambda kv: -kv[1].get("total", 0))
     for node, row in ranked:
-        t.add_row(node, *[str(row.get(p, "-")) for p in plugins], str(row.get("total", "")), "[green]passed[/]")
+        t.add_row(node, *[str(row.get(p, "-")) for p in plugins + tot], "[green]passed[/]")
     for node, reason in sorted((ex.get("filtered") or {}).items()):
-        t.add_row(node, *["" for _ in plugins], "", f"[red]{reason}[/]")
+        t.add_row(node, *["" for _ in plugins + tot], f"[red]{reason}[/]")
     con.print(t)
