@@ -54,6 +54,17 @@ def _str_map(d, key, where) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in _map(d, key, where).items()}
 
 
+def read_meta(raw: dict, kind: str) -> tuple[dict, str]:
+    """(metadata, name) of a manifest; InputError when metadata is not a mapping or has no name."""
+    meta = raw.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise InputError("metadata: must be a mapping")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"metadata.name: a {kind} needs a name")
+    return meta, name
+
+
 class Taint:
     __slots__ = ("key", "value", "effect")
 
@@ -143,12 +154,7 @@ class Pod:
     def __init__(self, raw: dict, seq: int = 0):
         where = "spec"
         self.raw = raw
-        meta = raw.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise InputError("metadata: must be a mapping")
-        self.name = meta.get("name")
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("metadata.name: a Pod needs a name")
+        meta, self.name = read_meta(raw, "Pod")
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
         self.uid = str(meta.get("uid") or f"{self.namespace}-{self.name}")
@@ -255,12 +261,7 @@ class Node:
 
     def __init__(self, raw: dict):
         self.raw = raw
-        meta = raw.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise InputError("metadata: must be a mapping")
-        self.name = meta.get("name")
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("metadata.name: a Node needs a name")
+        meta, self.name = read_meta(raw, "Node")
         self.labels = _str_map(meta, "labels", "metadata")
         self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
         spec = raw.get("spec") or {}
@@ -292,10 +293,7 @@ class PriorityClass:
     __slots__ = ("name", "value", "global_default", "preemption_policy")
 
     def __init__(self, raw: dict):
-        meta = raw.get("metadata") or {}
-        self.name = meta.get("name")
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("metadata.name: a PriorityClass needs a name")
+        _, self.name = read_meta(raw, "PriorityClass")
         v = raw.get("value")
         if not isinstance(v, int) or isinstance(v, bool):
             raise InputError(f"value: must be an integer, got {v!r}")

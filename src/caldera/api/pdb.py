@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .selectors import LabelSelector, parse_label_selector
+from .objects import read_meta
 
 
 def _int_or_percent(v, where: str):
@@ -39,12 +40,7 @@ class PodDisruptionBudget:
 
     def __init__(self, raw: dict):
         self.raw = raw
-        meta = raw.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise InputError("metadata: must be a mapping")
-        self.name = meta.get("name")
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("metadata.name: a PodDisruptionBudget needs a name")
+        meta, self.name = read_meta(raw, "PodDisruptionBudget")
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
         spec = raw.get("spec") or {}
