@@ -133,3 +133,43 @@ def test_example_cluster_outcome():
         "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were "
         "unschedulable, 2 Insufficient cpu. preemption: 0/4 nodes are available: 1 No preemption victims "
         "found for incoming pod, 3 Preemption is not helpful for scheduling.")
+
+
+def test_gated_pod_is_reported_not_scheduled(tmp_path):
+    pod = """---
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: x}]
+"""
+    p = run("schedule", "-f", write(tmp_path, NODE + pod), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["bindings"] == []
+    assert out["unschedulable"] == [{"pod": "default/gated", "reason": "SchedulingGated",
+                                     "message": "Scheduling is blocked due to non-empty scheduling gates"}]
+
+
+def test_queue_order_priority_then_creation(tmp_path):
+    """Two pods want the last slot: the higher priority wins, then the older one."""
+    node = NODE.replace('pods: "10"', 'pods: "1"')
+    pods = ""
+    for name, prio, ts in (("late-low", 0, "2026-01-01T00:00:09Z"), ("early-low", 0, "2026-01-01T00:00:01Z")):
+        pods += f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, creationTimestamp: "{ts}"}}
+spec: {{priority: {prio}, preemptionPolicy: Never, containers: [{{name: c, image: x}}]}}
+"""
+    out = json.loads(run("schedule", "-f", write(tmp_path, node + pods), "-o", "json").stdout)
+    assert out["bindings"] == [{"pod": "default/early-low", "node": "n1"}]
+    hi = pods + """---
+apiVersion: v1
+kind: Pod
+metadata: {name: newest-high, creationTimestamp: "2026-01-01T00:00:30Z"}
+spec: {priority: 5, preemptionPolicy: Never, containers: [{name: c, image: x}]}
+"""
+    out = json.loads(run("schedule", "-f", write(tmp_path, node + hi), "-o", "json").stdout)
+    assert out["bindings"] == [{"pod": "default/newest-high", "node": "n1"}]

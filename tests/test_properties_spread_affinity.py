@@ -139,6 +139,8 @@ def ref_affinity(nodes, pods, pod):
     out = {}
     for n in nodes:
         v = None
+        if any(t["topologyKey"] not in n.labels for t in aff):
+            v = "affinity"          # every topology key must be on the node, even for the first pod
         for t in aff:
             ok = any(matches(t, pod, e) and _same_domain(by, n.name, e.node_name, t["topologyKey"]) for e in pods)
             if not ok and not (not any_match and self_ok):

@@ -7,12 +7,11 @@ kube-scheduler) it binds in a later cycle, not in this pass.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
 from ..config.types import SchedulerConfig
-from ..framework.interface import QueuedPodInfo
+from ..framework.queue import SchedulingQueue
 from ..state.nodetable import NodeTable
 from .scheduler import Scheduler
 
@@ -73,24 +72,31 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
     sched.pdbs = cluster.pdbs
     if explain:
         res.explain = {}
-    queue = []
-    for p in pending_pods(cluster, scheduler_name):
-        fwk = sched.framework_for(p)
-        q = QueuedPodInfo(pod=p, timestamp=p.creation or 0.0, seq=p.seq)
-        s = fwk.run_pre_enqueue(p)
-        if not s.is_success():
-            res.unschedulable.append({"pod": p.key, "message": GATED_MESSAGE if s.plugin == "SchedulingGates"
-                                      else s.message(), "reason": "SchedulingGated"
-                                      if s.plugin == "SchedulingGates" else "Unschedulable"})
-            continue
+    # Pending pods enter kube's scheduling queue at their creation time (the queue's clock), so
+    # PrioritySort orders them by priority, then creation, then manifest order.
+    now = [0.0]
+    fw0 = sched.default_framework
+    sort_plugin = fw0.points["queueSort"][0]
+    queue = SchedulingQueue(fw0.less, clock=lambda: now[0],
+                            pre_enqueue=lambda p: sched.framework_for(p).run_pre_enqueue(p),
+                            sort_key=getattr(sort_plugin, "sort_key", None))
+    pending = sorted(pending_pods(cluster, scheduler_name), key=lambda p: (p.creation or 0.0, p.seq))
+    for p in pending:
+        now[0] = max(now[0], p.creation or 0.0)
         if p.nominated_node_name:
             sched.nominator.add(p, p.nominated_node_name)
-        queue.append(q)
-    less = sched.default_framework.less
-    queue.sort(key=functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)))
+        queue.add(p)
+    for q in queue.pending_pods()[1]:
+        if q.gated:   # PreEnqueue said no: never attempted in this pass
+            sched.nominator.remove(q.key)
+            s = sched.framework_for(q.pod).run_pre_enqueue(q.pod)
+            gated = s.plugin == "SchedulingGates"
+            res.unschedulable.append({"pod": q.key, "message": GATED_MESSAGE if gated else s.message(),
+                                      "reason": "SchedulingGated" if gated else "Unschedulable"})
     evicted: set[str] = set()
-    for q in queue:
+    while (q := queue.pop()) is not None:
         p = q.pod
+        queue.done(p.key)     # one attempt per pod in a pass
         if p.key in evicted:
             continue
         att = sched.schedule_one(p)
