@@ -192,7 +192,8 @@ class Scheduler:
         need_status = alive.size == 0 or explain is not None
         if need_status:
             diag.node_status = fwk.statuses(state, pod, table, rejections)
-            for st in diag.node_status.values():
+            sts = diag.node_status.values()
+            for st in dict(zip(map(id, sts), sts)).values():   # nodes may share a Status
                 diag.add_plugin_status(st)
             if explain is not None:
                 for i, st in diag.node_status.items():
@@ -283,8 +284,8 @@ class Scheduler:
             if result is not None and getattr(result, "nominated_node", ""):
                 att.nominated = result.nominated_node
         att.unschedulable_plugins = set(diag.unschedulable_plugins) | set(diag.pending_plugins)
-        att.status = Status.unschedulable(diag.message())
         att.message = diag.message()
+        att.status = Status.unschedulable(att.message)
 
     def _assume_and_bind(self, pod, fwk: Framework, state, i: int, att: Attempt) -> None:
         table = self.table

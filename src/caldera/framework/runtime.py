@@ -6,6 +6,7 @@ computed per plugin over the feasible nodes, normalised, weighted and summed.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -49,9 +50,11 @@ class Diagnosis:
             msg += f" {self.prefilter_msg}."
         else:
             counts: dict[str, int] = {}
-            for s in self.node_status.values():
-                for r in s.reasons:
-                    counts[r] = counts.get(r, 0) + 1
+            sts = self.node_status.values()
+            objs = dict(zip(map(id, sts), sts))     # nodes may share one Status object
+            for k, times in Counter(map(id, sts)).items():
+                for r in objs[k].reasons:
+                    counts[r] = counts.get(r, 0) + times
             absent = self.num_all_nodes - len(self.node_status)
             if absent > 0 and self.absent_status is not None:
                 for r in self.absent_status.reasons:
@@ -196,8 +199,10 @@ class Framework:
                 continue
             fs = getattr(rej.plugin, "filter_statuses", None)
             if fs is not None:
-                for i, s in zip(rej.idx.tolist(), fs(state, pod, table, rej.idx)):
-                    out[i] = s.with_plugin(rej.plugin.name)
+                sts = fs(state, pod, table, rej.idx)
+                for s in dict(zip(map(id, sts), sts)).values():   # nodes may share a Status
+                    s.with_plugin(rej.plugin.name)
+                out.update(zip(rej.idx.tolist(), sts))
             else:
                 for i in rej.idx.tolist():
                     out[i] = rej.plugin.filter_status(state, pod, table, i).with_plugin(rej.plugin.name)

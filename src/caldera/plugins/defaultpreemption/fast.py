@@ -13,6 +13,11 @@ which is exactly what the reference path would compute, so victims are chosen wi
 arithmetic and the table is not touched. Nodes where the preemptor does not fit even without
 all its potential victims are no candidates either way; their Filter status (needed only for
 the message when no node is a candidate) comes from the reference path, lazily.
+
+`screen` rules such nodes out in bulk before any per-node work: from the per-priority request
+sums of usage.py, a node is no candidate when it has no lower-priority pod, fails another filter,
+or lacks room even with all its lower-priority pods gone (nominated pods aside, so it may let
+through a node that `select` then rejects, never the reverse).
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ import numpy as np
 
 from ...framework.interface import CycleState
 from ...framework.status import Status
+from ...state.nodetable import PODS
+from .usage import priority_usage
 from .victims import NO_VICTIMS_MSG, filter_pods_with_pdb_violation
 
 FIT = "NodeResourcesFit"
@@ -56,6 +63,26 @@ class ResourceOnlyPath:
             d = dict(zip(cols.tolist(), vals.tolist()))
             v = p.cache[self.key] = [d.get(c, 0) for c in self.cols]
         return v
+
+    def screen(self, plugin, pod, table, order: np.ndarray):
+        """(order, has_victims, maybe), bool arrays over the node rows `order`: has_victims where
+        the node has a potential victim; maybe False where `select` surely finds no candidate (no
+        potential victim, another filter fails, or the pod does not fit even with every potential
+        victim gone). Nominated pods are left out, so maybe only means "maybe": `select`
+        decides. None when this cannot be decided in bulk (customised victim eligibility)."""
+        from .plugin import DefaultPreemption as Base
+        cls = type(plugin)
+        if "potential_victims" in vars(plugin) or "is_eligible_pod" in vars(plugin) or \
+                cls.potential_victims is not Base.potential_victims or cls.is_eligible_pod is not Base.is_eligible_pod:
+            return None
+        low = priority_usage(table).lower(pod.priority)
+        if low is None:
+            return None
+        has_victims = low[PODS, order] > 0
+        maybe = has_victims & self.others_ok[order]
+        for c, need in zip(self.cols, self.vals):
+            maybe &= table.free[c, order] + low[c, order] >= need
+        return order, has_victims, maybe
 
     def select(self, plugin, pod, table, i, pdbs):
         """(victims, num PDB violations, Status), or a Lazy when node i is no candidate."""

@@ -38,6 +38,8 @@ def filter_pods_with_pdb_violation(pods, pdbs):
     """Split `pods` (order kept) into (violating, non_violating): a pod violates when evicting it,
     after the pods before it in the list, takes a matching PDB's disruptionsAllowed below 0.
     Pods listed in a PDB's status.disruptedPods do not count against that PDB."""
+    if not pdbs:
+        return [], list(pods)
     allowed = [p.disruptions_allowed for p in pdbs]
     violating, non_violating = [], []
     for pod in pods:

@@ -147,6 +147,34 @@ class NodeResourcesFit(Plugin):
     def filter_status(self, state, pod, table, i):
         return self.insufficient_status(*self._vector(state, pod, table), table, i)
 
+    def filter_statuses(self, state, pod, table, idx):
+        """filter_status for every node of idx at once: nodes with the same reasons share one
+        Status (the failure path at 5,000 nodes would otherwise build 5,000 of them in Python)."""
+        cols, vals = self._vector(state, pod, table)
+        pairs = list(zip(cols.tolist(), vals.tolist()))
+        checks = [p for p in pairs if p[0] in _NATIVE_REASON] + \
+                 [p for p in pairs if p[0] not in _NATIVE_REASON and p[0] != PODS]
+        if len(checks) > 60:       # more resources than bits: one node at a time
+            return [self.insufficient_status(cols, vals, table, i) for i in np.asarray(idx).tolist()]
+        idx = np.asarray(idx, dtype=np.intp)
+        alloc, req = table.alloc[idx], table.req[idx]
+        # bit 0: unresolvable; bit 1: too many pods; bit k+2: checks[k] insufficient
+        code = ((req[:, PODS] + 1 > alloc[:, PODS]).astype(np.int64) << 1)
+        for k, (c, v) in enumerate(checks):
+            short = v > alloc[:, c] - req[:, c]
+            code |= (short.astype(np.int64) << (k + 2)) | (short & (v > alloc[:, c]))
+        uniq, inv = np.unique(code, return_inverse=True)
+        made = []
+        for u in uniq.tolist():
+            reasons = ["Too many pods"] if u & 2 else []
+            reasons += [_NATIVE_REASON.get(c) or f"Insufficient {table.res_names[c]}"
+                        for k, (c, _) in enumerate(checks) if u >> (k + 2) & 1]
+            if not reasons:
+                made.append(Status())
+            else:
+                made.append(Status.unresolvable(*reasons) if u & 1 else Status.unschedulable(*reasons))
+        return [made[j] for j in inv.tolist()]
+
     @staticmethod
     def insufficient_status(cols, vals, table, i) -> Status:
         reasons, unresolvable = [], False

@@ -1,0 +1,69 @@
+"""benchmarks/scheduler_perf.py stays runnable: every workload at a tiny scale through the module's
+Python API, checking where pods end up (not how fast)."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import scheduler_perf as sp
+
+SCALE = 0.02
+ALL = sp.WORKLOADS + sp.VARIANTS
+
+
+@pytest.mark.parametrize("w", ALL, ids=[w.name for w in ALL])
+def test_workload_places_pods_as_expected(w):
+    r = sp.run(w, SCALE)
+    assert r.nodes == sum(sp._scaled(g.count, SCALE) for g in w.nodes)
+    assert r.init == sum(sp._scaled(op.count, SCALE) for op in w.init)
+    assert r.init_bound == r.init                   # init pods all fit
+    assert r.measured == sp._scaled(w.measure.count, SCALE) > 0
+    assert r.bound == r.measured                    # every measured pod is schedulable
+    assert r.latencies.shape == (r.measured,) and (r.latencies > 0).all()
+    assert r.pods_per_s > 0
+    if w.churn:
+        assert r.churn >= 1
+        # Unschedulable's churn pods (9 CPU) fit nowhere, preemption cannot help: none bound;
+        # PreemptionAsync's (3 CPU, priority 10) bind once preemption has made room
+        assert r.churn_bound == (r.churn if w.churn_bound else 0)
+    else:
+        assert r.churn == 0
+
+
+def test_preemption_workloads_evict_low_priority_pods():
+    r = sp.run("PreemptionBasic/1000Nodes", SCALE)
+    # 20 nodes full of 900m low-priority pods; each 3 CPU pod evicts 3 of a node's 4
+    assert r.bound == r.measured == 20
+
+
+def test_unschedulable_churn_pod_fails_with_kube_message():
+    w = sp.find("Unschedulable/5kNodes/100Init/1kPods")[0]
+    from caldera.config.defaults import default_config
+    from caldera.engine.scheduler import Scheduler
+    from caldera.framework.registry import build_registry
+    from caldera.state.nodetable import NodeTable
+    reg = build_registry(third_party=False)
+    sched = Scheduler(default_config(reg), NodeTable(sp.make_nodes(w.nodes, SCALE)), reg)
+    pod = sp.make_pods(sp.Pods(1, w.churn, "churn-0"), 1, 0)[0]
+    att = sp.place(sched, pod)
+    assert not att.scheduled and not att.nominated
+    assert att.message == ("0/100 nodes are available: 100 Insufficient cpu. preemption: 0/100 nodes are "
+                           "available: 100 Preemption is not helpful for scheduling.")
+
+
+def test_find_and_cli_list(capsys):
+    assert [w.name for w in sp.find("SchedulingPodAffinity")] == ["SchedulingPodAffinity/5000Nodes"]
+    assert sp.find("SchedulingPodAffinity/5000Nodes_5000Pods")[0].threshold == 35
+    assert sp.find("nope") == []
+    sp.main(["--list"])
+    out = capsys.readouterr().out
+    assert all(w.name in out for w in ALL)
+
+
+def test_cli_table_at_tiny_scale(capsys):
+    sp.main(["--workload", "Unschedulable", "--workload", "SchedulingBasic", "--scale", "0.01"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["workload", "nodes", "init", "measured"]
+    assert out[1].startswith("Unschedulable/5kNodes/100Init/1kPods") and "590 (5kNodes/100Init/10kPods)" in out[1]
+    assert "churn: 1 x pod-high-priority-large-cpu interleaved, 0 bound" in out[2]
+    assert out[3].startswith("SchedulingBasic/5000Nodes_10000Pods") and "680" in out[3]
+    assert out[4].startswith("total ")
