@@ -579,7 +579,7 @@ def test_affinity_free_pods_skip_without_building_the_index():
     table, pl = setup([node("n1", {"zone": "a"})], [pod({"app": "a"}, "n1")])
     assert prefilter_filter(pl, table, pod({"app": "b"}))[0] == SKIP
     assert prescore_score(pl, table, pod({"app": "b"}))[0] == SKIP
-    assert not hasattr(table, "_ipa_index")
+    assert "interpodaffinity.index" not in table._shared
 
 
 def test_index_follows_table_changes_and_rebuilds():
@@ -595,7 +595,7 @@ def test_index_follows_table_changes_and_rebuilds():
     assert prefilter_filter(pl, table, incoming)[1] == [None, None]
     assert prefilter_filter(pl, table, pod({"app": "web"}))[0] == SKIP
     table.add_pod(db, 1)
-    table._ipa_index.pos = -1          # as if the journal had moved past the index: full rebuild
+    table.shared("interpodaffinity.index", None).pos = -1   # as if the journal moved past the index: rebuild
     assert prefilter_filter(pl, table, incoming)[1] == [None, ANTI]
     table.remove_node("n1")            # rows renumber: n2 is now row 0
     assert prefilter_filter(pl, table, incoming)[1] == [ANTI]

@@ -111,20 +111,12 @@ class NodePorts(Plugin):
 
     def index(self, table) -> PortIndex:
         """The used-port index of `table`, replaying the table's pod journal since the last call."""
-        log = getattr(table, "pod_log", None)
-        if log is None:            # no journal: rebuild whenever pods changed
-            gen = (table.node_generation, table.pod_generation)
-            if self._table is not table or self._node_gen != gen:
-                self._rebuild(table)
-                self._table, self._node_gen = table, gen
-            return self._index
-        base = table.pod_log_base
-        end = base + len(log)
-        if self._table is not table or self._node_gen != table.node_generation or self._cursor < base:
+        changes, end = table.journal_since(self._cursor)
+        if self._table is not table or self._node_gen != table.node_generation or changes is None:
             self._rebuild(table)
             self._table, self._node_gen = table, table.node_generation
         else:
-            for pod, i, delta in log[self._cursor - base:]:
+            for pod, i, delta in changes:
                 if pod.has_ports:
                     self._index.apply(pod, i, delta)
         self._cursor = end
@@ -139,9 +131,7 @@ class NodePorts(Plugin):
 
     def _bad(self, state, pod, table) -> np.ndarray:
         """Rows where a wanted port conflicts, as a sorted array (cached per table change)."""
-        log = getattr(table, "pod_log", None)
-        stamp = (id(table), table.node_generation, table.pod_generation,
-                 None if log is None else table.pod_log_base + len(log))
+        stamp = (id(table), table.node_generation, table.pod_generation)
         hit = state.get("NodePorts.bad")
         if hit is not None and hit[0] == stamp:
             return hit[1]

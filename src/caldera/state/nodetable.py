@@ -42,6 +42,7 @@ class NodeTable:
         # journal of pod changes, (pod, node row, +1 added | -1 removed), for plugins that keep per-node
         # counts up to date incrementally; entry k has absolute position pod_log_base + k
         self.pod_log: list[tuple[Pod, int, int]] = []
+        self._shared: dict[str, object] = {}
         self.pod_log_base = 0
         nodes = list(nodes)
         if nodes:
@@ -186,6 +187,23 @@ class NodeTable:
         self.pod_generation += 1
         self._log_pod(pod, i, -1)
         return pod
+
+    def journal_since(self, pos: int) -> tuple[list | None, int]:
+        """(pod changes after journal position `pos`, the current end position). The list is None
+        when `pos` is behind what the journal still holds (or -1 for a new reader): rebuild from
+        `pods` instead. Readers keep the returned end as their next `pos`."""
+        end = self.pod_log_base + len(self.pod_log)
+        if pos < self.pod_log_base:
+            return None, end
+        return self.pod_log[pos - self.pod_log_base:], end
+
+    def shared(self, key: str, factory):
+        """The table's one `factory(table)` object under `key` (incremental indexes that plugins
+        and profiles share), created on first use."""
+        obj = self._shared.get(key)
+        if obj is None:
+            obj = self._shared[key] = factory(self)
+        return obj
 
     def _log_pod(self, pod: Pod, i: int, delta: int) -> None:
         log = self.pod_log

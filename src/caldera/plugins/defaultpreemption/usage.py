@@ -48,8 +48,8 @@ class PriorityUsage:
 
     def sync(self) -> "PriorityUsage":
         t = self.table
-        end = t.pod_log_base + len(t.pod_log)
-        rebuild = self.ncols != len(t.res_names) or self.pos < t.pod_log_base
+        changes, end = t.journal_since(self.pos)
+        rebuild = self.ncols != len(t.res_names) or changes is None
         if self.node_gen != t.node_generation and not self._rows_kept():
             rebuild = True
         if rebuild:
@@ -58,8 +58,8 @@ class PriorityUsage:
             for i, ps in enumerate(t.pods):
                 for p in ps.values():
                     self._add(p, i, 1)
-        elif self.pos != end:
-            for p, i, d in t.pod_log[self.pos - t.pod_log_base:]:
+        else:
+            for p, i, d in changes:
                 self._add(p, i, d)
         self.pos, self.node_gen, self.ncols = end, t.node_generation, len(t.res_names)
         return self
@@ -79,8 +79,4 @@ class PriorityUsage:
 
 def priority_usage(table) -> PriorityUsage:
     """The table's shared PriorityUsage, brought up to date."""
-    u = getattr(table, "_preemption_usage", None)
-    if u is None:
-        u = PriorityUsage(table)
-        table._preemption_usage = u
-    return u.sync()
+    return table.shared("preemption.usage", PriorityUsage).sync()

@@ -78,13 +78,13 @@ class PodIndex:
     # ---- maintenance -------------------------------------------------------------
     def sync(self) -> "PodIndex":
         t = self.table
-        end = t.pod_log_base + len(t.pod_log)
+        changes, end = t.journal_since(self.pos)
         if self.pos == end and self.node_gen == t.node_generation:
             return self
-        if self.pos < t.pod_log_base:
+        if changes is None:
             self._rebuild()
         else:
-            for pod, i, delta in t.pod_log[self.pos - t.pod_log_base:]:
+            for pod, i, delta in changes:
                 if delta > 0:
                     self._add(pod, i)
                 else:
@@ -200,11 +200,7 @@ class PodIndex:
 
 def get_index(table) -> PodIndex:
     """The table's shared PodIndex, brought up to date."""
-    idx = getattr(table, "_ipa_index", None)
-    if idx is None:
-        idx = PodIndex(table)
-        table._ipa_index = idx
-    return idx.sync()
+    return table.shared("interpodaffinity.index", PodIndex).sync()
 
 
 def domains(table, key: str):

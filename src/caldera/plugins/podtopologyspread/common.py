@@ -306,10 +306,10 @@ def inclusion_mask(table, pod: Pod, c: Constraint, cache: dict) -> np.ndarray | 
 
 # ---- matching-pod counts per node ---------------------------------------------------------------
 class _Counts:
-    __slots__ = ("counts", "pos", "gen")
+    __slots__ = ("counts", "pos")
 
-    def __init__(self, counts, pos, gen):
-        self.counts, self.pos, self.gen = counts, pos, gen
+    def __init__(self, counts, pos):
+        self.counts, self.pos = counts, pos
 
 
 def _matches(p: Pod, ns: str, sel: LabelSelector) -> bool:
@@ -324,19 +324,15 @@ def match_counts(table, ns: str, sel: LabelSelector | None) -> np.ndarray:
     store = table.cached(("pts.counts",), dict)
     key = (ns, sel)
     ent = store.pop(key, None)
-    log = getattr(table, "pod_log", None)
-    if log is not None:
-        end = table.pod_log_base + len(log)
-        if ent is not None and ent.pos >= table.pod_log_base:
-            counts = ent.counts
-            for p, i, d in log[ent.pos - table.pod_log_base:]:
-                if _matches(p, ns, sel):
-                    counts[i] += d
-            ent.pos = end
-        else:
-            ent = _Counts(_full_count(table, ns, sel), end, None)
-    elif ent is None or ent.gen != table.pod_generation:
-        ent = _Counts(_full_count(table, ns, sel), 0, table.pod_generation)
+    changes, end = table.journal_since(ent.pos if ent is not None else -1)
+    if changes is not None:
+        counts = ent.counts
+        for p, i, d in changes:
+            if _matches(p, ns, sel):
+                counts[i] += d
+        ent.pos = end
+    else:
+        ent = _Counts(_full_count(table, ns, sel), end)
     store[key] = ent                      # re-insert: most recently used last
     if len(store) > 256:
         del store[next(iter(store))]
