@@ -16,7 +16,7 @@ import numpy as np
 from ..config.types import SchedulerConfig
 from ..errors import ConfigError
 from ..framework.interface import CycleState
-from ..framework.runtime import Diagnosis, Framework, ScoreError
+from ..framework.runtime import Diagnosis, Framework, ScoreError, distinct
 from ..framework.status import Code, Status
 from ..state.nodetable import NodeTable
 from .handle import Handle
@@ -192,8 +192,7 @@ class Scheduler:
         need_status = alive.size == 0 or explain is not None
         if need_status:
             diag.node_status = fwk.statuses(state, pod, table, rejections)
-            sts = diag.node_status.values()
-            for st in dict(zip(map(id, sts), sts)).values():   # nodes may share a Status
+            for st, _ in distinct(diag.node_status.values()):
                 diag.add_plugin_status(st)
             if explain is not None:
                 for i, st in diag.node_status.items():

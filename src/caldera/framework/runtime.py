@@ -6,7 +6,6 @@ computed per plugin over the feasible nodes, normalised, weighted and summed.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,6 +15,19 @@ from ..config.types import Profile
 from ..errors import ConfigError
 from .interface import MAX_NODE_SCORE, CycleState, Plugin, PreFilterResult
 from .status import Code, Status
+
+
+def distinct(statuses) -> list[tuple[Status, int]]:
+    """Each distinct Status object with the number of nodes that share it (a plugin's
+    filter_statuses may give many nodes one object, to be annotated and counted once)."""
+    seen: dict[int, list] = {}
+    for s in statuses:
+        e = seen.get(id(s))
+        if e is None:
+            seen[id(s)] = [s, 1]
+        else:
+            e[1] += 1
+    return [(s, n) for s, n in seen.values()]
 
 
 @dataclass
@@ -50,10 +62,8 @@ class Diagnosis:
             msg += f" {self.prefilter_msg}."
         else:
             counts: dict[str, int] = {}
-            sts = self.node_status.values()
-            objs = dict(zip(map(id, sts), sts))     # nodes may share one Status object
-            for k, times in Counter(map(id, sts)).items():
-                for r in objs[k].reasons:
+            for s, times in distinct(self.node_status.values()):
+                for r in s.reasons:
                     counts[r] = counts.get(r, 0) + times
             absent = self.num_all_nodes - len(self.node_status)
             if absent > 0 and self.absent_status is not None:
@@ -200,7 +210,7 @@ class Framework:
             fs = getattr(rej.plugin, "filter_statuses", None)
             if fs is not None:
                 sts = fs(state, pod, table, rej.idx)
-                for s in dict(zip(map(id, sts), sts)).values():   # nodes may share a Status
+                for s, _ in distinct(sts):
                     s.with_plugin(rej.plugin.name)
                 out.update(zip(rej.idx.tolist(), sts))
             else:
