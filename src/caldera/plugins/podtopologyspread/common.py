@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...api.objects import Pod
-from ...api.selectors import LabelSelector, Requirement, parse_label_selector, parse_node_selector_term
+from ...api.selectors import LabelSelector, Requirement, parse_label_selector
 from ...errors import ConfigError, InputError
+from ..nodeaffinity import pod_node_affinity
 from ..tainttoleration import first_untolerated, hard_taints
 
 NAME = "PodTopologySpread"
@@ -245,42 +246,14 @@ def all_keys_mask(table, keys) -> np.ndarray:
     return m
 
 
-def _requirement_mask(table, r: Requirement) -> np.ndarray:
-    ids, uniques = key_index(table, r.key)
-    lut = np.array([r.matches({r.key: u}) for u in uniques] + [r.matches({})], dtype=bool)
-    return lut[ids]
-
-
 def affinity_mask(table, pod: Pod) -> np.ndarray | None:
-    """Nodes matching the pod's nodeSelector and required node affinity (None = all nodes)."""
+    """Nodes matching the pod's nodeSelector and required node affinity (None = all nodes), as
+    the NodeAffinity plugin evaluates them (an unparsable term matches nothing)."""
     sel = pod.node_selector
     req = (pod.affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     if not sel and req is None:
         return None
-    m = np.ones(len(table), dtype=bool)
-    for k, v in sel.items():
-        m &= _requirement_mask(table, Requirement(k, "In", (v,)))
-    if req is not None:
-        terms = []
-        raw_terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
-        for j, rt in enumerate(raw_terms if isinstance(raw_terms, list) else []):
-            try:        # as kube's lazy-error selector: a term that does not parse matches nothing
-                terms.append(parse_node_selector_term(rt, f"nodeSelectorTerms[{j}]"))
-            except InputError:
-                pass
-        any_term = np.zeros(len(table), dtype=bool)
-        for t in terms:
-            if not t.expressions and not t.fields:
-                continue
-            tm = np.ones(len(table), dtype=bool)
-            for r in t.expressions:
-                tm &= _requirement_mask(table, r)
-            if t.fields:
-                tm &= np.array([all(r.matches({"metadata.name": n.name}) for r in t.fields)
-                                for n in table.nodes], dtype=bool)
-            any_term |= tm
-        m &= any_term
-    return m
+    return pod_node_affinity(pod).mask(table)
 
 
 def tolerated_mask(table, pod: Pod) -> np.ndarray:
