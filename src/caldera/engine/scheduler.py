@@ -272,8 +272,8 @@ class Scheduler:
                 sts[i] = s
         if not sts:
             return alive, []
-        rej = Rejection(next(iter(sts.values())).plugin and fwk.plugin(next(iter(sts.values())).plugin)
-                        or fwk.filters[0], alive[~keep], sts)
+        first = next(iter(sts.values()))      # the statuses name their own plugins
+        rej = Rejection(fwk.plugin(first.plugin) or fwk.filters[0], alive[~keep], sts)
         return alive[keep], [rej]
 
     def _fail(self, pod, fwk: Framework, state, diag: Diagnosis, att: Attempt) -> None:
