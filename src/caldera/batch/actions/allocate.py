@@ -1,0 +1,151 @@
+"""allocate: place pending tasks of admitted jobs, queue by queue, gang by gang (Volcano's
+actions/allocate, without HyperNode topology).
+
+Queues are taken in QueueOrder (an Overused queue is dropped for the rest of the action); one
+job per turn in JobOrder; its pending tasks in TaskOrder. Each task: Allocatable(queue, task),
+PrePredicate, predicates (resource fit on FutureIdle first), then the best node among those
+where it fits Idle (allocate), else among those where it fits FutureIdle (pipeline). The job's
+statement is committed when JobReady, kept (not bound) when JobPipelined, discarded otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..fiterrors import FitErrors
+from ..info import PENDING
+from ..pqueue import PriorityQueue
+from .common import PredicateHelper, record_explain, select_best
+
+
+def _worksheet(ssn, job):
+    tasks = [t for t in job.index.get(PENDING, {}).values() if not t.sch_gated and not t.resreq.is_empty()]
+    tasks.sort(key=ssn._task_cmp)
+    return tasks
+
+
+def execute(ssn) -> None:
+    use_cache = _arg_bool(ssn.conf.action_args("allocate"), "predicateErrorCacheEnable", True)
+    queues = PriorityQueue(ssn.queue_order_less)
+    jobs_by_queue: dict[str, PriorityQueue] = {}
+    worksheets: dict[str, list] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending():
+            if ssn.enqueue_configured:
+                continue
+            job.pg.phase = "Inqueue"
+        if ssn.job_valid(job) is not None:
+            continue
+        if job.queue not in ssn.queues:
+            continue
+        ws = _worksheet(ssn, job)
+        if not ws:
+            continue
+        if job.queue not in jobs_by_queue:
+            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_less)
+            queues.push(ssn.queues[job.queue])
+        jobs_by_queue[job.queue].push(job)
+        worksheets[job.uid] = ws
+
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = jobs_by_queue.get(queue.uid)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = worksheets[job.uid]
+        stmt = allocate_tasks(ssn, job, queue, tasks, use_cache)
+        if stmt is not None and ssn.job_ready(job):
+            stmt.commit()
+            if tasks:
+                jobs.push(job)
+        queues.push(queue)
+
+
+def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
+    """allocateResourcesForTasks: pops tasks from `tasks` (in order) until the job is ready."""
+    stmt = ssn.statement()
+    ph = PredicateHelper(ssn, use_cache)
+    nodes = ssn.nodes
+    while tasks:
+        task = tasks.pop(0)
+        if not ssn.allocatable(queue, task):
+            continue
+        if task.sch_gated:
+            continue
+        if job.task_has_fit_errors(task):
+            fe = FitErrors(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
+            job.fit_errors[task.uid] = fe
+            continue
+        err = ssn.pre_predicate(task)
+        if err:
+            fe = FitErrors()
+            for ni in nodes.infos:
+                fe.set_node(ni.name, [("Error", err)])
+            job.fit_errors[task.uid] = fe
+            record_explain(ssn, task, fe, None)
+            if job.need_continue_allocating():
+                continue
+            break
+        feasible, fe = _predicate_nominated(ssn, ph, task)
+        if len(feasible) == 0:
+            feasible, fe = ph.predicate_nodes(task)
+        if len(feasible) == 0:
+            job.fit_errors[task.uid] = fe
+            record_explain(ssn, task, fe, None)
+            if job.need_continue_allocating():
+                continue
+            break
+        record_explain(ssn, task, fe, feasible)
+        best, pipelined = prioritize(ssn, task, feasible)
+        if best is None:
+            continue
+        if pipelined:
+            stmt.pipeline(task, best, False)
+        else:
+            stmt.allocate(task, best)
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def _predicate_nominated(ssn, ph, task):
+    """A node nominated by an earlier preemption (status.nominatedNodeName) is likely the only one
+    that fits: when it exists and the task fits its FutureIdle, it is predicated alone first."""
+    nodes = ssn.nodes
+    ni = nodes.by_name.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None
+    if ni is None or not nodes.fits(task, nodes.future_idle(np.array([ni.i])))[0]:
+        return np.zeros(0, dtype=np.intp), None
+    feasible, fe = ph.predicate_nodes(task, np.array([ni.i]))
+    ssn.rr_start = 0    # Volcano's scan index over a one-node list: (start + 1) % 1
+    return feasible, fe
+
+
+def prioritize(ssn, task, feasible: np.ndarray):
+    """(best node, pipelined?): among nodes where the task fits Idle, else FutureIdle."""
+    nodes = ssn.nodes
+    fit_idle = nodes.fits(task, nodes.idle[feasible])
+    for group, pipelined in ((feasible[fit_idle], False), (feasible[~fit_idle], True)):
+        if pipelined:
+            group = group[nodes.fits(task, nodes.future_idle(group))]
+        if len(group) == 0:
+            continue
+        if len(group) == 1:
+            return int(group[0]), pipelined
+        scores = ssn.node_scores(task, group)
+        return select_best(ssn, task, group, scores), pipelined
+    return None, False
+
+
+def _arg_bool(args: dict, key: str, default: bool) -> bool:
+    v = args.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool):
+        return v
+    return str(v).lower() == "true"

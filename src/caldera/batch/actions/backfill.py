@@ -1,0 +1,79 @@
+"""backfill: place best-effort pending tasks (no requests) on any node that passes the
+predicates, without resource accounting, and bind them as soon as their job is ready
+(Volcano's ssn.Allocate). Pipelined best-effort tasks are un-pipelined and retried."""
+from __future__ import annotations
+
+from ..fiterrors import FitErrors
+from ..info import ALLOCATED, BINDING, PENDING, PIPELINED
+from ..pqueue import PriorityQueue
+from .allocate import _arg_bool
+from .common import PredicateHelper, record_explain, select_best
+
+
+def _pending_tasks(ssn) -> list:
+    queues = PriorityQueue(ssn.queue_order_less)
+    jobs: dict[str, PriorityQueue] = {}
+    tasks: dict[str, PriorityQueue] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending() or ssn.job_valid(job) is not None:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        for t in sorted(job.index.get(PENDING, {}).values(), key=lambda t: t.uid):
+            if t.best_effort and not t.sch_gated:
+                tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_less)).push(t)
+        for t in sorted(job.index.get(PIPELINED, {}).values(), key=lambda t: t.uid):
+            if t.best_effort:
+                ssn.statement().unpipeline(t)
+                tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_less)).push(t)
+        if job.uid not in tasks:
+            continue
+        if queue.uid not in jobs:
+            queues.push(queue)
+            jobs[queue.uid] = PriorityQueue(ssn.job_order_less)
+        jobs[queue.uid].push(job)
+    out = []
+    while not queues.empty():
+        q = queues.pop()
+        while not jobs[q.uid].empty():
+            job = jobs[q.uid].pop()
+            while not tasks[job.uid].empty():
+                out.append(tasks[job.uid].pop())
+    return out
+
+
+def execute(ssn) -> None:
+    use_cache = _arg_bool(ssn.conf.action_args("backfill"), "predicateErrorCacheEnable", True)
+    nodes = ssn.nodes
+    for task in _pending_tasks(ssn):
+        job = ssn.jobs[task.job]
+        ph = PredicateHelper(ssn, use_cache, resource_fit=None)
+        err = ssn.pre_predicate(task)
+        if err:
+            fe = FitErrors()
+            for ni in nodes.infos:
+                fe.set_node(ni.name, [("Error", err)])
+            job.fit_errors[task.uid] = fe
+            continue
+        feasible, fe = ph.predicate_nodes(task)
+        record_explain(ssn, task, fe, feasible)
+        if len(feasible) == 0:
+            job.fit_errors[task.uid] = fe
+            continue
+        best = int(feasible[0])
+        if len(feasible) > 1:
+            best = select_best(ssn, task, feasible, ssn.node_scores(task, feasible))
+        session_allocate(ssn, job, task, best)
+
+
+def session_allocate(ssn, job, task, i: int) -> None:
+    """ssn.Allocate: allocate outside a statement; bind every allocated task once the job is ready."""
+    job.update_task_status(task, ALLOCATED)
+    ssn.nodes.add_task(i, task)
+    ssn.fire_allocate(task)
+    if ssn.job_ready(job):
+        for t in list(job.index.get(ALLOCATED, {}).values()):
+            job.update_task_status(t, BINDING)
+            ssn.bound.append((t, t.node_name))

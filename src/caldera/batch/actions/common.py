@@ -1,0 +1,157 @@
+"""What several actions share: node predicates with the per-role error cache, node scoring and
+the best-node choice (Volcano's util.PredicateHelper / PrioritizeNodes / SelectBestNodeAndScore),
+vectorised over nodes, plus the explain record.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..fiterrors import UNSCHEDULABLE, FitErrors, insufficient
+from ..info import TaskInfo
+
+BASELINE_PERCENTAGE = 50
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_to_find(n: int, percentage: int = 0) -> int:
+    """CalculateNumOfFeasibleNodesToFind with Volcano's default options."""
+    if n <= MIN_NODES_TO_FIND or percentage >= 100:
+        return n
+    pct = percentage
+    if pct <= 0:
+        pct = max(BASELINE_PERCENTAGE - n // 125, MIN_PERCENTAGE_TO_FIND)
+    return max(n * pct // 100, MIN_NODES_TO_FIND)
+
+
+class PredicateHelper:
+    """Filters nodes for a task. Nodes that failed for an earlier task of the same job and role
+    are failed again without re-running the predicates (Volcano's predicate error cache)."""
+
+    def __init__(self, ssn, use_cache: bool = True, resource_fit: str | None = "future"):
+        self.ssn = ssn
+        self.use_cache = use_cache
+        self.resource_fit = resource_fit   # "future": InitResreq <= FutureIdle first; None: plugins only
+        self.cache: dict[str, tuple[np.ndarray, dict]] = {}
+
+    def predicate_nodes(self, task: TaskInfo, idx: np.ndarray | None = None, find_all: bool = False):
+        """(feasible node indices, FitErrors). Nodes are scanned from the session's round-robin
+        start; the scan stops after enough feasible nodes (Volcano's percentage of nodes to find),
+        and the next task starts where this one stopped."""
+        ssn = self.ssn
+        nodes = ssn.nodes
+        N = len(nodes)
+        fe = FitErrors()
+        if N == 0:
+            return np.zeros(0, dtype=np.intp), fe
+        key = f"{task.job}/{task.role}" if (self.use_cache and task.role) else None
+        cached = self.cache.get(key) if key else None
+        ok = np.ones(N, dtype=bool) if idx is None else np.zeros(N, dtype=bool)
+        if idx is not None:
+            ok[idx] = True
+        scope = ok.copy() if idx is not None else None
+        if cached is not None:
+            ok &= ~cached[0]
+        fail_sets = []
+        if self.resource_fit == "future":
+            fit = nodes.fit_mask(task, True)
+            bad = ok & ~fit
+            if bad.any():
+                bad_i = np.flatnonzero(bad)
+                cols = nodes.fidle_t[task.dims][:, bad_i].T   # the task's dimensions, as they are now
+                fail_sets.append(("fit", bad_i, cols))
+                ok &= fit
+        live = np.flatnonzero(ok)
+        if len(live):
+            pmask, failures = ssn.predicate(task, live)
+            for fn, bad_i in failures:
+                fail_sets.append((fn, bad_i, None))
+            if not pmask.all():
+                ok[live[~pmask]] = False
+        feasible = np.flatnonzero(ok)
+        # round robin: scan from the start index, wrapping around
+        start = ssn.rr_start % N
+        if start and len(feasible):
+            cut = np.searchsorted(feasible, start)
+            feasible = np.concatenate([feasible[cut:], feasible[:cut]])
+        if not find_all:
+            want = num_feasible_to_find(N if idx is None else len(idx))
+            if len(feasible) > want:
+                last = int(feasible[want - 1])
+                feasible = feasible[:want]
+                ssn.rr_start = (last + 1) % N
+            else:
+                ssn.rr_start = start  # every node processed: a full turn ends where it began
+        # failures: the cache learns every failing node; reasons are built only when asked for
+        if cached is not None:
+            hit = cached[0] if scope is None else (cached[0] & scope)
+            hit_i = np.flatnonzero(hit)
+            if len(hit_i):
+                reasons = cached[1]
+                fe.add_lazy([nodes.names[i] for i in hit_i], lambda k, h=hit_i, r=reasons: r[int(h[k])]())
+        for what, bad_i, cols in fail_sets:
+            resolver = self._resolver(task, what, bad_i, cols)
+            if len(feasible) == 0 or ssn.explain is not None:
+                names = [nodes.names[i] for i in bad_i]
+                if what == "fit":
+                    fe.add_bulk(names, UNSCHEDULABLE,
+                                lambda c=cols: nodes.insufficient_reasons(task, c, cols_only=True))
+                else:
+                    fe.add_lazy(names, resolver)
+            if key:
+                entry = self.cache.get(key)
+                if entry is None:
+                    entry = self.cache[key] = (np.zeros(N, dtype=bool), {})
+                entry[0][bad_i] = True
+                for k, i in enumerate(bad_i):
+                    entry[1][int(i)] = (lambda r=resolver, kk=k: r(kk))
+        return feasible, fe
+
+    def _resolver(self, task: TaskInfo, what, bad_i: np.ndarray, cols):
+        nodes = self.ssn.nodes
+        if what == "fit":
+            def fit_reason(k):
+                row = np.zeros(len(nodes.dim_names))
+                row[task.dims] = cols[k]
+                return [(UNSCHEDULABLE, insufficient(nodes.insufficient(task, int(bad_i[k]), row)))]
+            return fit_reason
+        return lambda k: what.reason(task, int(bad_i[k]))
+
+
+def score_nodes(ssn, task: TaskInfo, idx: np.ndarray, detail: dict | None = None) -> np.ndarray:
+    return ssn.node_scores(task, idx, detail)
+
+
+def select_best(ssn, task: TaskInfo, idx: np.ndarray, scores: np.ndarray) -> int:
+    """BestNodeFn, else a random node among the highest scores (seeded)."""
+    b = ssn.best_node(task, idx, scores)
+    if b is not None:
+        return b
+    top = np.flatnonzero(scores == scores.max())
+    if len(top) == 1:
+        return int(idx[top[0]])
+    return int(idx[top[ssn.rng.integers(len(top))]])
+
+
+def record_explain(ssn, task: TaskInfo, fe: FitErrors | None, idx: np.ndarray | None) -> None:
+    """The first time the session tries to place `task`: why each node was filtered and how
+    each feasible node scored, per plugin."""
+    if ssn.explain is None or task.key in ssn.explain:
+        return
+    entry = {"filtered": {}, "scores": {}}
+    if fe is not None:
+        entry["filtered"] = {n: ", ".join(r for _, r in st if r) or "filtered" for n, st in fe.nodes.items()}
+    if idx is not None and len(idx):
+        detail: dict = {}
+        total = ssn.node_scores(task, idx, detail)
+        names = [ssn.nodes.infos[i].name for i in idx]
+        for k, n in enumerate(names):
+            row = {p: _num(v[k]) for p, v in detail.items()}
+            row["total"] = _num(total[k])
+            entry["scores"][n] = row
+    ssn.explain[task.key] = entry
+
+
+def _num(v):
+    f = float(v)
+    return int(f) if f.is_integer() else round(f, 4)

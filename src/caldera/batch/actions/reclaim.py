@@ -1,0 +1,113 @@
+"""reclaim: starving jobs take back resources from other queues (Volcano's actions/reclaim).
+
+Queues in QueueOrder; an Overused queue is passed over. Per starving job of the queue (JobOrder),
+while the job is starving, its next pending task (TaskOrder) may reclaim unless its
+preemptionPolicy is Never, its queue is not Preemptive for it, or its PrePredicate fails. Nodes
+come from the preemption predicates, in scan order (no scoring). On a node, the candidates are the
+Running, preemptable tasks of jobs in *other* queues that are reclaimable; `ssn.reclaimable`
+picks the victims, which must be able to make room (ValidateVictims). Starting from the node's
+FutureIdle, victims are evicted in victim order, in a statement of that node, only while the task
+does not fit yet; if it fits, it is pipelined there and the node's statement joins the job's,
+otherwise the node's evictions are rolled back. The job's statement is committed if the job is
+then JobPipelined, discarded otherwise.
+"""
+from __future__ import annotations
+
+from ..info import PENDING, RUNNING, TaskInfo
+from ..pqueue import PriorityQueue
+from ..resource import ZERO
+from .allocate import _arg_bool
+from .victims import (PreemptPredicateHelper, candidate_nodes, node_tasks, preemption_never,
+                      validate_victims, victims_queue)
+
+REASON = "reclaim"
+
+
+def execute(ssn) -> None:
+    use_cache = _arg_bool(ssn.conf.action_args("reclaim"), "predicateErrorCacheEnable", True)
+    queues = PriorityQueue(ssn.queue_order_less)
+    seen: set[str] = set()
+    preemptors: dict[str, PriorityQueue] = {}
+    preemptor_tasks: dict[str, PriorityQueue] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending() or ssn.job_valid(job) is not None:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.uid not in seen:
+            seen.add(queue.uid)
+            queues.push(queue)
+        if ssn.job_starving(job):
+            if job.queue not in preemptors:
+                preemptors[job.queue] = PriorityQueue(ssn.job_order_less)
+            preemptors[job.queue].push(job)
+            pending = [t for _, t in sorted(job.index.get(PENDING, {}).items()) if not t.sch_gated]
+            preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, pending)
+
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = preemptors.get(queue.uid)
+        while jobs is not None and not jobs.empty():
+            job = jobs.pop()
+            stmt = ssn.statement()
+            tasks = preemptor_tasks.get(job.uid)
+            while ssn.job_starving(job) and tasks is not None and not tasks.empty():
+                task = tasks.pop()
+                if preemption_never(task):
+                    continue
+                if not ssn.preemptive(queue, task):
+                    continue
+                if ssn.pre_predicate(task):
+                    continue
+                reclaim_for_task(ssn, stmt, task, job, use_cache)
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+            if not jobs.empty():
+                queues.push(queue)
+
+
+def reclaim_for_task(ssn, stmt, task: TaskInfo, job, use_cache: bool) -> bool:
+    ph = PreemptPredicateHelper(ssn, use_cache)
+    feasible = ph.predicate_nodes(task, candidate_nodes(ssn, task))
+    for i in (int(x) for x in feasible):
+        reclaimees = []
+        for status, t in node_tasks(ssn, i):
+            if status != RUNNING or not t.preemptable:
+                continue
+            j = ssn.jobs.get(t.job)
+            if j is None or j.queue == job.queue:
+                continue
+            q = ssn.queues.get(j.queue)
+            if q is None or not q.reclaimable():
+                continue
+            reclaimees.append(t)
+        if not reclaimees:
+            continue
+        victims = ssn.reclaimable(task, reclaimees)
+        if not validate_victims(ssn, task, i, victims):
+            continue
+        vq = victims_queue(ssn, victims, task)
+        need = task.init_resreq
+        available = ssn.nodes.infos[i].future_idle()
+        node_stmt = ssn.statement()
+        evicted = False
+        while not vq.empty():
+            if need.less_equal(available, ZERO):
+                break
+            victim = vq.pop()
+            node_stmt.evict(victim, REASON)
+            available.add(victim.resreq)
+            evicted = True
+        if not need.less_equal(available, ZERO):
+            node_stmt.discard()
+            continue
+        node_stmt.pipeline(task, i, evicted)
+        stmt.merge(node_stmt)
+        return True
+    return False

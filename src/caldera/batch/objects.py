@@ -1,0 +1,136 @@
+"""Volcano's scheduling CRDs: PodGroup and Queue (scheduling.volcano.sh/v1beta1), parsed strictly.
+
+Errors name the field and the fix, in one line (the loader adds file and object).
+"""
+from __future__ import annotations
+
+from ..api.objects import parse_time, read_meta
+from ..api.podresources import parse_resources
+from ..errors import InputError
+from .resource import Resource
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+DEFAULT_QUEUE = "default"
+PG_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
+QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+
+
+def _resources(spec: dict, key: str) -> Resource | None:
+    rl = spec.get(key)
+    if rl is None:
+        return None
+    return Resource.from_requests(parse_resources(rl, f"spec.{key}"))
+
+
+def _int(spec: dict, key: str, default: int, where: str = "spec", minimum: int = 0) -> int:
+    v = spec.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+        raise InputError(f"{where}.{key}: must be an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def _bool_str(value) -> bool | None:
+    """strconv.ParseBool's accepted spellings; None when unparseable."""
+    s = str(value)
+    if s in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if s in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+class PodGroup:
+    __slots__ = ("raw", "name", "namespace", "key", "uid", "labels", "annotations", "creation",
+                 "min_member", "min_task_member", "min_resources", "queue", "priority_class_name",
+                 "phase", "conditions", "seq", "implicit")
+
+    def __init__(self, raw: dict, seq: int = 0, implicit: bool = False):
+        self.raw = raw
+        meta, self.name = read_meta(raw, "PodGroup")
+        self.namespace = str(meta.get("namespace") or "default")
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid = str(meta.get("uid") or f"{self.namespace}-{self.name}")
+        self.labels = dict(meta.get("labels") or {})
+        self.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+        self.seq = seq
+        self.implicit = implicit
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        if not isinstance(spec, dict) or not isinstance(status, dict):
+            raise InputError("spec/status: must be mappings")
+        self.min_member = _int(spec, "minMember", 0)
+        mtm = spec.get("minTaskMember") or {}
+        if not isinstance(mtm, dict):
+            raise InputError("spec.minTaskMember: must be a mapping of task name to count")
+        self.min_task_member = {str(k): _int(mtm, k, 0, "spec.minTaskMember") for k in mtm}
+        self.min_resources = _resources(spec, "minResources")
+        self.queue = str(spec.get("queue") or DEFAULT_QUEUE)
+        self.priority_class_name = str(spec.get("priorityClassName") or "")
+        phase = status.get("phase") or "Pending"
+        if phase not in PG_PHASES:
+            raise InputError(f"status.phase: {phase!r} is not one of {', '.join(PG_PHASES)}")
+        self.phase = phase
+        conds = status.get("conditions") or []
+        if not isinstance(conds, list):
+            raise InputError("status.conditions: must be a list")
+        self.conditions = [dict(c) for c in conds if isinstance(c, dict)]
+
+    def flag(self, key: str) -> bool | None:
+        """A boolean annotation (checked first) or label, as Volcano reads volcano.sh/preemptable."""
+        for src in (self.annotations, self.labels):
+            if key in src:
+                return bool(_bool_str(src[key]))
+        return None
+
+    def __repr__(self):
+        return f"PodGroup({self.key})"
+
+
+class Queue:
+    __slots__ = ("raw", "name", "uid", "creation", "weight", "capability", "deserved", "guarantee",
+                 "reclaimable", "parent", "state", "priority", "annotations", "seq")
+
+    def __init__(self, raw: dict, seq: int = 0):
+        self.raw = raw
+        meta, self.name = read_meta(raw, "Queue")
+        self.uid = self.name      # Volcano keys queues by name
+        self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+        self.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        self.seq = seq
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        if not isinstance(spec, dict) or not isinstance(status, dict):
+            raise InputError("spec/status: must be mappings")
+        self.weight = _int(spec, "weight", 1)
+        self.capability = _resources(spec, "capability")
+        self.deserved = _resources(spec, "deserved")
+        g = spec.get("guarantee") or {}
+        if not isinstance(g, dict):
+            raise InputError("spec.guarantee: must be a mapping with a `resource` list")
+        self.guarantee = _resources(g, "resource") if g.get("resource") is not None else None
+        rec = spec.get("reclaimable")
+        if rec is not None and not isinstance(rec, bool):
+            raise InputError(f"spec.reclaimable: must be true or false, got {rec!r}")
+        self.reclaimable = True if rec is None else rec
+        self.parent = str(spec.get("parent") or "")
+        self.priority = _int(spec, "priority", 0, minimum=-(2 ** 31))
+        state = status.get("state") or "Open"
+        if state not in QUEUE_STATES:
+            raise InputError(f"status.state: {state!r} is not one of {', '.join(QUEUE_STATES)}")
+        self.state = state
+
+    @classmethod
+    def implicit(cls, name: str) -> "Queue":
+        """The queue the controller creates (`default`, `root`): weight 1, no limits, Open."""
+        return cls({"metadata": {"name": name}, "spec": {"weight": 1}, "status": {"state": "Open"}}, seq=-1)
+
+    def __repr__(self):
+        return f"Queue({self.name})"

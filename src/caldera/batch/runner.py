@@ -1,0 +1,96 @@
+"""One Volcano session over manifests: open (snapshot + plugins), run the configured actions in
+order, close (plugins' OnSessionClose, PodGroup phases and conditions), and report."""
+from __future__ import annotations
+
+import time
+
+from ..api.loader import Cluster
+from ..engine.oneshot import PassResult
+from .actions import ACTIONS
+from .conf import VolcanoConf
+from .info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo
+from .plugins import plugin_class
+from .session import Session
+from .snapshot import VOLCANO_SCHEDULER, build_snapshot
+
+
+def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
+                 scheduler_name: str | None = None) -> tuple[Session, list[str]]:
+    snap = build_snapshot(cluster, scheduler_name or VOLCANO_SCHEDULER)
+    ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, cluster.priority_classes, seed=seed, explain=explain)
+    ssn.podgroups = snap.podgroups
+    ssn.rr_start = 0
+    for tier in conf.tiers:
+        for opt in tier.plugins:
+            plugin = plugin_class(opt.name)(opt.arguments, conf.source)
+            plugin.option = opt
+            ssn.plugins[opt.name] = plugin
+            plugin.on_session_open(ssn)
+            snap.warnings.extend(getattr(plugin, "warnings", ()))
+    return ssn, snap.warnings
+
+
+def close_session(ssn: Session) -> None:
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)
+    for job in ssn.jobs.values():
+        job.pg.phase = pod_group_phase(job, job.uid in ssn.unschedulable_jobs)
+
+
+def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
+    """getPodGroupPhase."""
+    if job.index.get(RUNNING) and unschedulable:
+        return "Unknown"
+    scheduled = job.scheduled_task_num()
+    completed = job.count(COMPLETED_STATUS)
+    scheduled += sum(1 for t in job.index.get(RELEASING, {}).values() if t.node_name)
+    if scheduled >= job.pg.min_member:
+        return "Completed" if scheduled == completed else "Running"
+    if job.pg.phase != "Inqueue":
+        return "Pending"
+    return job.pg.phase
+
+
+def task_message(job: JobInfo, t) -> str:
+    """TaskSchedulingReason's message for a task left unbound."""
+    status, node = t.last_tx if t.last_tx else (t.status, t.node_name)
+    if status == ALLOCATED:
+        return f"Pod {t.namespace}/{t.name} can possibly be assigned to {node}, once minAvailable is satisfied"
+    if status == PIPELINED:
+        return (f"Pod {t.namespace}/{t.name} can possibly be assigned to {node}, "
+                "once resource is released and minAvailable is satisfied")
+    fe = job.fit_errors.get(t.uid)
+    if fe is not None:
+        return fe.message()
+    return job.job_fit_errors
+
+
+def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
+                scheduler_name: str | None = None) -> PassResult:
+    res = PassResult(warnings=list(cluster.warnings))
+    t0 = time.perf_counter()
+    ssn, warns = open_session(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
+    res.warnings += warns
+    for name in conf.actions:
+        ACTIONS[name](ssn)
+    close_session(ssn)
+    ssn.elapsed = time.perf_counter() - t0
+    res.bindings = [{"pod": t.key, "node": node} for t, node in ssn.bound]
+    res.evictions = [{"pod": t.key, "node": t.node_name, "reason": reason} for t, reason in ssn.evicted]
+    bound = {t.key for t, _ in ssn.bound}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        for t in sorted(job.tasks.values(), key=lambda t: t.key):
+            if t.status == PIPELINED:
+                res.pipelined.append({"pod": t.key, "node": t.node_name})
+            elif t.key not in bound and t.status in (PENDING, ALLOCATED):
+                res.unschedulable.append({"pod": t.key, "reason": "Unschedulable", "message": task_message(job, t)})
+        entry = {"name": job.uid, "phase": job.pg.phase}
+        msg = ssn.unschedulable_jobs.get(job.uid)
+        if msg:
+            entry["message"] = msg
+        if not job.pg.implicit:
+            res.pod_groups.append(entry)
+    res.explain = ssn.explain
+    res.session = ssn
+    return res

@@ -1,0 +1,280 @@
+"""A Volcano session: the snapshot, the plugins' registered functions, and their tier semantics.
+
+Plugins register callbacks by hook name in `on_session_open`; the dispatch methods below combine
+them across plugins and tiers exactly as Volcano's session_plugins.go does (first non-zero order
+wins; victim sets intersect within a tier and the first tier with a set decides; votes: any
+reject stops, a permit decides at the end of its tier; readiness is an AND). Each registration
+is gated by the plugin entry's enable flag.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+
+from .conf import PluginOption, VolcanoConf
+from .info import JobInfo, QueueInfo, TaskInfo
+from .nodes import BatchNodes
+from .statement import Statement
+
+# hook -> the conf flag that gates it (None: always on)
+HOOK_FLAGS = {
+    "job_order": "job_order", "queue_order": "queue_order", "victim_queue_order": None,
+    "task_order": "task_order", "predicate": "predicate", "pre_predicate": "predicate",
+    "node_order": "node_order", "batch_node_order": "node_order", "best_node": "best_node",
+    "job_ready": "job_ready", "job_pipelined": "job_pipelined", "job_starving": "job_starving",
+    "job_valid": None, "job_enqueueable": "job_enqueued", "job_enqueued": "job_enqueued",
+    "overused": "overused", "allocatable": "allocatable", "preemptive": "preemptive",
+    "preemptable": "preemptable", "reclaimable": "reclaimable", "victim_tasks": "victim",
+}
+
+
+class Session:
+    def __init__(self, conf: VolcanoConf, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo],
+                 nodes: BatchNodes, priority_classes: dict, seed: int = 0, explain: bool = False):
+        self.conf = conf
+        self.tiers = conf.tiers
+        self.jobs = jobs
+        self.queues = queues
+        self.nodes = nodes
+        self.priority_classes = priority_classes
+        self.total = nodes.total()
+        self.rng = np.random.default_rng(seed)
+        self.fns: dict[str, dict[str, Callable]] = {h: {} for h in HOOK_FLAGS}
+        self.event_handlers: list[tuple[Callable | None, Callable | None]] = []
+        self.plugins: dict = {}
+        self.enqueue_configured = "enqueue" in conf.actions
+        # results
+        self.bound: list[tuple[TaskInfo, str]] = []
+        self.evicted: list[tuple[TaskInfo, str]] = []
+        self.explain: dict | None = {} if explain else None
+        self.unschedulable_jobs: dict[str, str] = {}     # job uid -> condition message (gang)
+        self._task_cmp = functools.cmp_to_key(self.task_compare)
+
+    # registration -------------------------------------------------------------------------
+    def add(self, hook: str, plugin: str, fn: Callable) -> None:
+        self.fns[hook][plugin] = fn
+
+    def add_event_handler(self, allocate: Callable | None = None, deallocate: Callable | None = None) -> None:
+        self.event_handlers.append((allocate, deallocate))
+
+    def _each(self, hook: str):
+        """(tier index, option, fn) for every enabled registration of `hook`, in tier order."""
+        flag = HOOK_FLAGS[hook]
+        reg = self.fns[hook]
+        for ti, tier in enumerate(self.tiers):
+            for opt in tier.plugins:
+                fn = reg.get(opt.name)
+                if fn is not None and (flag is None or opt.enabled(flag)):
+                    yield ti, opt, fn
+
+    def plugin_option(self, name: str) -> PluginOption | None:
+        for t in self.tiers:
+            for p in t.plugins:
+                if p.name == name:
+                    return p
+        return None
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    # orders -------------------------------------------------------------------------------
+    def _compare(self, hook: str, l, r) -> int:
+        for _, _, fn in self._each(hook):
+            c = fn(l, r)
+            if c:
+                return c
+        return 0
+
+    def job_order_less(self, l: JobInfo, r: JobInfo) -> bool:
+        c = self._compare("job_order", l, r)
+        if c:
+            return c < 0
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return (l.creation or 0) < (r.creation or 0)
+
+    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
+        c = self._compare("queue_order", l, r)
+        if c:
+            return c < 0
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return (l.creation or 0) < (r.creation or 0)
+
+    def victim_queue_order_less(self, l: QueueInfo, r: QueueInfo, preemptor) -> bool:
+        for _, _, fn in self._each("victim_queue_order"):
+            c = fn(l, r, preemptor)
+            if c:
+                return c < 0
+        return not self.queue_order_less(l, r)
+
+    def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        c = self._compare("task_order", l, r)
+        if c:
+            return c
+        # helpers.CompareTask: older creation first, then uid
+        lc, rc = l.creation or 0, r.creation or 0
+        if lc != rc:
+            return -1 if lc < rc else 1
+        return -1 if l.uid < r.uid else (1 if l.uid > r.uid else 0)
+
+    def task_order_less(self, l: TaskInfo, r: TaskInfo) -> bool:
+        return self.task_compare(l, r) < 0
+
+    # validations and votes ------------------------------------------------------------------
+    def job_valid(self, job: JobInfo):
+        for _, _, fn in self._each("job_valid"):
+            vr = fn(job)
+            if vr is not None and not vr[0]:
+                return vr
+        return None
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for _, _, fn in self._each("job_ready"))
+
+    def _tiers(self, hook: str):
+        """Per tier, the enabled registrations of `hook` as [(option, fn)]."""
+        flag = HOOK_FLAGS[hook]
+        reg = self.fns[hook]
+        for tier in self.tiers:
+            yield [(o, reg[o.name]) for o in tier.plugins
+                   if o.name in reg and (flag is None or o.enabled(flag))]
+
+    def _vote(self, hook: str, obj) -> bool:
+        """Reject (<0) anywhere stops; a permit (>0) decides at the end of its tier."""
+        for tier in self._tiers(hook):
+            found = False
+            for _, fn in tier:
+                v = fn(obj)
+                if v < 0:
+                    return False
+                if v > 0:
+                    found = True
+            if found:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for _, _, fn in self._each("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._tiers("job_starving"):
+            for _, fn in tier:
+                if not fn(job):
+                    return False
+            if tier:
+                return True
+        return False
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for _, _, fn in self._each("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, _, fn in self._each("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, _, fn in self._each("preemptive"))
+
+    def _victims(self, hook: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        victims = None
+        for tier in self._tiers(hook):
+            for _, fn in tier:
+                got, abstain = fn(actor, candidates)
+                if abstain == 0:
+                    continue
+                if not got:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(got)
+                else:
+                    ids = {t.uid for t in got}
+                    victims = [v for v in victims if v.uid in ids]
+                    if not victims:
+                        # Deliberate difference: in Go an empty intersection is a nil slice, so the
+                        # *next* plugin's answer becomes the tier's set and overrides this veto (a
+                        # lower-priority job could then evict a higher-priority one). Here plugins
+                        # that disagree completely end the tier with no victims, as an empty answer does.
+                        victims = None
+                        break
+            if victims is not None:
+                return victims
+        return victims
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._victims("preemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._victims("reclaimable", reclaimer, reclaimees)
+
+    # predicates and scores ------------------------------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for _, _, fn in self._each("pre_predicate"):
+            err = fn(task)
+            if err:
+                return err
+        return None
+
+    def predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, list]:
+        """Run the predicates over nodes `idx`: (pass mask over idx, [(plugin fn, failing idx)])."""
+        ok = np.ones(len(idx), dtype=bool)
+        failures = []
+        for _, opt, fn in self._each("predicate"):
+            live = idx[ok] if not ok.all() else idx
+            if len(live) == 0:
+                break
+            m = fn.mask(task, live)
+            if m is None or m.all():
+                continue
+            pos = np.flatnonzero(ok)
+            failures.append((fn, live[~m]))
+            ok[pos[~m]] = False
+        return ok, failures
+
+    def node_scores(self, task: TaskInfo, idx: np.ndarray, detail: dict | None = None) -> np.ndarray:
+        """NodeOrder + BatchNodeOrder, summed across plugins. With `detail`, each plugin's part
+        is stored under its conf name (and plugins may add their sub-scores)."""
+        total = np.zeros(len(idx))
+        for hook in ("node_order", "batch_node_order"):
+            for _, opt, fn in self._each(hook):
+                sub = {} if detail is not None else None
+                s = fn(task, idx, sub)
+                if s is None:
+                    continue
+                total += s
+                if detail is not None:
+                    prev = detail.get(opt.name)
+                    detail[opt.name] = s if prev is None else prev + s
+                    for k, v in sub.items():
+                        detail[k] = v
+        return total
+
+    def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray):
+        for _, _, fn in self._each("best_node"):
+            i = fn(task, idx, scores)
+            if i is not None:
+                return i
+        return None
+
+    # event plumbing used by Statement -------------------------------------------------------
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for a, _ in self.event_handlers:
+            if a is not None:
+                a(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for _, d in self.event_handlers:
+            if d is not None:
+                d(task)
+
+    def job_priority(self, job: JobInfo) -> int:
+        return job.priority
