@@ -1,0 +1,194 @@
+"""capacity: queues with fixed quotas (Volcano's plugins/capacity), optionally hierarchical.
+
+A queue's `deserved` is what it is entitled to (reclaim takes back anything above it), its
+`capability` a hard ceiling, its `guarantee` an amount reserved from everybody else. With
+`enableHierarchy`, queues form a tree under `root` (spec.parent), jobs go to leaf queues only,
+and every ancestor's limits apply to what its leaves admit and allocate.
+
+Registers QueueOrder (spec.priority, then share with queues that have a deserved first;
+hierarchically, siblings are compared under their common ancestor), VictimQueueOrder
+(hierarchy: victims from queues closest to the reclaimer's first), Allocatable,
+JobEnqueueable / JobEnqueued, Preemptive, Reclaimable, and an event handler that keeps
+allocated and share current. Arguments: `ancestorReclaimLevel` (int, default 0). Volcano's
+DRA quota arguments are accepted and have no effect (Caldera has no DRA).
+
+Not registered (no Caldera counterpart): PrePredicate (in Volcano it only snapshots the queue
+attributes for the Simulate* hooks of topology-aware preemption), Simulate*, UnifiedEvictable
+(gangpreempt/gangreclaim), and the queue-allocation-gate reservations (the alpha feature gate
+SchedulingGatesQueueAdmission).
+"""
+from __future__ import annotations
+
+from ...info import JobInfo, QueueInfo, TaskInfo
+from ..base import PERMIT, REJECT, BatchPlugin
+from .attrs import QueueAttr, build_flat, build_hierarchy, deduct_sch_gated, queue_level
+from .victims import Reclaim
+
+ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
+DRA_ARGS = ("capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable")
+
+__all__ = ["CapacityPlugin", "QueueAttr"]
+
+
+class CapacityPlugin(BatchPlugin):
+    name = "capacity"
+
+    def __init__(self, arguments: dict | None = None, source: str = "volcano conf"):
+        super().__init__(arguments, source)
+        self.warnings: list[str] = []
+        level = self.arg_int(ANCESTOR_RECLAIM_LEVEL, 0)
+        if level < 0:
+            self.warnings.append(f"capacity: {ANCESTOR_RECLAIM_LEVEL} should be non-negative, got {level}; using 0")
+            level = 0
+        self.ancestor_reclaim_level = level
+        for k in DRA_ARGS:
+            self.arg_bool(k, False)
+        self.opts: dict[str, QueueAttr] = {}
+        self.queue_infos: dict[str, QueueInfo] = {}
+        self.hierarchy = False
+        self.ready = True
+
+    # ---- session ---------------------------------------------------------------------------
+    def on_session_open(self, ssn) -> None:
+        opt = getattr(self, "option", None)
+        self.hierarchy = bool(opt is not None and opt.enabled("hierarchy"))
+        total = ssn.total.clone()
+        if self.hierarchy:
+            self.opts, self.queue_infos, self.ready = build_hierarchy(ssn, total, self.warnings)
+        else:
+            self.opts, self.queue_infos, self.ready = build_flat(ssn, total), dict(ssn.queues), True
+        self.ssn = ssn
+        rec = Reclaim(self, ssn)
+        ssn.add("reclaimable", self.name, rec.reclaimable)
+        ssn.add("preemptive", self.name, rec.preemptive)
+        ssn.add("allocatable", self.name, self.allocatable)
+        ssn.add("job_enqueueable", self.name, self.job_enqueueable)
+        ssn.add("job_enqueued", self.name, self.job_enqueued)
+        if not self.hierarchy:
+            ssn.add("queue_order", self.name, self.queue_order_flat)
+        elif self.ready:
+            ssn.add("queue_order", self.name, self.queue_order_tree)
+            ssn.add("victim_queue_order", self.name, self.victim_queue_order)
+        ssn.add_event_handler(allocate=self._on_allocate, deallocate=self._on_deallocate)
+
+    def on_session_close(self, ssn) -> None:
+        self.opts = {}
+        self.queue_infos = {}
+
+    # ---- orders ----------------------------------------------------------------------------
+    @staticmethod
+    def _compare_share(l: QueueAttr | None, r: QueueAttr | None) -> int:
+        """compareShareWithDeserved: lower share first; on a tie, a queue with deserved first."""
+        if l is None or r is None:
+            return 0
+        if l.share == r.share:
+            lh, rh = not l.deserved.is_empty(), not r.deserved.is_empty()
+            if lh == rh:
+                return 0
+            return -1 if lh else 1
+        return -1 if l.share < r.share else 1
+
+    def queue_order_flat(self, l: QueueInfo, r: QueueInfo) -> int:
+        if l.queue.priority != r.queue.priority:
+            return r.queue.priority - l.queue.priority
+        return self._compare_share(self.opts.get(l.uid), self.opts.get(r.uid))
+
+    def is_leaf(self, uid: str) -> bool:
+        attr = self.opts.get(uid)
+        return attr is not None and not attr.children
+
+    def queue_order_tree(self, l: QueueInfo, r: QueueInfo) -> int:
+        if l.queue.priority != r.queue.priority:
+            return r.queue.priority - l.queue.priority
+        ll, rl = self.is_leaf(l.uid), self.is_leaf(r.uid)
+        if ll != rl:
+            return -1 if ll else 1
+        la, ra = self.opts.get(l.uid), self.opts.get(r.uid)
+        if not ll or la is None or ra is None:
+            return self._compare_share(la, ra)
+        level = queue_level(la, ra)
+        lp = la.ancestors[level + 1] if level + 1 < len(la.ancestors) else la.uid
+        rp = ra.ancestors[level + 1] if level + 1 < len(ra.ancestors) else ra.uid
+        return self._compare_share(self.opts.get(lp), self.opts.get(rp))
+
+    def victim_queue_order(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:
+        la, ra, pa = (self.opts.get(q.uid) if q is not None else None for q in (l, r, preemptor))
+        if la is None or ra is None or pa is None:
+            return 0
+        ll, rl = queue_level(la, pa), queue_level(ra, pa)
+        if ll == rl:
+            return 0
+        return -1 if ll > rl else 1
+
+    # ---- allocation ------------------------------------------------------------------------
+    def _chain(self, uid: str) -> list[QueueAttr]:
+        """The queue and its ancestors, leaf first (flat: the queue alone)."""
+        attr = self.opts[uid]
+        return [attr] + [self.opts[a] for a in reversed(attr.ancestors)]
+
+    @staticmethod
+    def _fits(attr: QueueAttr, task: TaskInfo) -> bool:
+        future = attr.allocated.clone().add(task.resreq)
+        return not future.less_equal_with_dimension(attr.real_capability, task.resreq)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if queue.queue.state != "Open" or not self.ready:
+            return False
+        if self.hierarchy and not self.is_leaf(queue.uid):
+            return False
+        if queue.uid not in self.opts:
+            return False
+        return all(self._fits(a, task) for a in self._chain(queue.uid))
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        if not self.ready:
+            return REJECT
+        if self.hierarchy and not self.is_leaf(job.queue):
+            return REJECT
+        attr = self.opts.get(job.queue)
+        queue = self.ssn.queues.get(job.queue)
+        if queue is None or queue.queue.state != "Open":
+            return REJECT
+        if attr is None or attr.real_capability is None or job.pg.min_resources is None:
+            return PERMIT
+        min_req = job.min_resources()
+        for a in self._chain(job.queue):
+            need = min_req.clone().add(a.allocated).add(a.inqueue).sub(a.elastic)
+            if need.less_equal_with_dimension(a.real_capability, min_req):
+                return REJECT
+        return PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        attr = self.opts.get(job.queue)
+        if attr is None or job.pg.min_resources is None:
+            return
+        add = deduct_sch_gated(job, job.min_resources())
+        chain = self._chain(job.queue) if self.hierarchy else [attr]
+        for a in chain:
+            a.inqueue.add(add)
+
+    # ---- events ----------------------------------------------------------------------------
+    def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
+        job = self.ssn.jobs.get(task.job)
+        return self.opts.get(job.queue) if job is not None else None
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of(task)
+        if attr is None:
+            return
+        attr.allocated.add(task.resreq)
+        attr.update_share()
+        if self.hierarchy:
+            for a in attr.ancestors:
+                self.opts[a].allocated.add(task.resreq)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of(task)
+        if attr is None:
+            return
+        attr.allocated.sub(task.resreq)
+        attr.update_share()
+        if self.hierarchy:
+            for a in attr.ancestors:
+                self.opts[a].allocated.sub(task.resreq)
+

@@ -1,0 +1,195 @@
+"""predicates: kube's Filter plugins as Volcano predicates (pkg/scheduler/plugins/predicates).
+
+PrePredicate runs the PreFilter of NodeAffinity, NodePorts, InterPodAffinity and
+PodTopologySpread (those enabled) in that order; a Skip marks the plugin's Filter off for the task
+(for the rest of the session: the per-task cycle state keeps its skip set, as Volcano's), any
+other failure is the error "plugin <name> pre-predicates failed <message>".
+
+Predicate, per node, collects statuses in this order:
+  1. "node(s) pod number exceeded" (Unschedulable) when the node's allocatable pods <= the pods
+     already on it (does not stop the checks);
+  2. the stable filters NodeUnschedulable (always on), NodeAffinity (with nodeSelector),
+     TaintToleration; an UnschedulableAndUnresolvable or Error status ends the checks;
+  3. NodePorts, InterPodAffinity, PodTopologySpread, with the same stopping rule.
+A node with any status fails; its reasons are the statuses' messages in that order (built when
+a message is asked for, from the node table at that time).
+
+The kube plugins run on the session's node table (kube.SessionHandle). Each task keeps its cycle
+state for the session, as Volcano's ssn.GetCycleState; once the task is placed only its skip set is
+kept. A plain pod (no selector, affinity, host ports or spread constraints) costs the four Skips
+of its first PrePredicate, then per node set one check of free pod slots (kept current from the
+table's pod journal), NodeUnschedulable and TaintToleration, each nothing when no node is
+cordoned, tainted or full.
+
+Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
+predicate.TaintTolerationEnable, predicate.PodAffinityEnable, predicate.PodTopologySpreadEnable
+(default true). predicate.NodeVolumeLimitsEnable, predicate.VolumeZoneEnable,
+predicate.VolumeBindingEnable, predicate.DynamicResourceAllocationEnable and
+predicate.CacheEnable are accepted: Caldera has no volumes or resource claims (their plugins would
+skip every pod), and the predicate cache by role is the action's PredicateHelper.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...framework.interface import CycleState
+from ...framework.status import Status
+from ...state.nodetable import PODS
+from ..fiterrors import ERROR, NODE_POD_NUMBER_EXCEEDED, UNSCHEDULABLE
+from .base import BatchPlugin, Predicate
+from .kube import SessionHandle, build, filter_mask, filter_status, should_abort, volcano_code
+
+ENABLE_ARGS = {
+    "predicate.NodeAffinityEnable": "NodeAffinity",
+    "predicate.NodePortsEnable": "NodePorts",
+    "predicate.TaintTolerationEnable": "TaintToleration",
+    "predicate.PodAffinityEnable": "InterPodAffinity",
+    "predicate.PodTopologySpreadEnable": "PodTopologySpread",
+}
+# accepted, nothing to do in Caldera
+NOOP_ARGS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
+             "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable")
+
+STABLE = ("NodeUnschedulable", "NodeAffinity", "TaintToleration")
+OTHERS = ("NodePorts", "InterPodAffinity", "PodTopologySpread")
+PRE_FILTERS = ("NodeAffinity", "NodePorts", "InterPodAffinity", "PodTopologySpread")
+# PreFilters whose Skip depends on the pod only (InterPodAffinity's also on the cluster's pods)
+POD_ONLY_PRE_FILTERS = frozenset({"NodeAffinity", "NodePorts", "PodTopologySpread"})
+_ERR = "volcano.predicates.prepredicate"      # cycle-state key: the last PrePredicate error
+# kube Args Volcano passes (NodeAffinity: an empty addedAffinity; PodTopologySpread: System defaulting)
+ARGS = {"NodeAffinity": {}, "InterPodAffinity": {}, "PodTopologySpread": {"defaultingType": "System"}}
+
+
+class PredicatesPlugin(BatchPlugin):
+    name = "predicates"
+
+    def __init__(self, arguments=None, source="volcano conf"):
+        super().__init__(arguments, source)
+        self.enabled = {"NodeUnschedulable"}
+        for key, plugin in ENABLE_ARGS.items():
+            if self.arg_bool(key, True):
+                self.enabled.add(plugin)
+        for key in NOOP_ARGS:
+            self.arg_bool(key, False)      # validated only
+        self.states: dict[str, CycleState] = {}
+
+    def on_session_open(self, ssn) -> None:
+        self.ssn = ssn
+        handle = SessionHandle(ssn)
+        kube = {n: build(n, ARGS.get(n), handle) for n in STABLE + OTHERS if n in self.enabled}
+        self.stable = [kube[n] for n in STABLE if n in kube]
+        self.others = [kube[n] for n in OTHERS if n in kube]
+        self.pre = [kube[n] for n in PRE_FILTERS if n in kube]
+        self.filters = self.stable + self.others
+        self.states = {}
+        self.slots = PodSlots(ssn.nodes.max_tasks)
+        ssn.add("pre_predicate", self.name, self.pre_predicate)
+        ssn.add_event_handler(allocate=self._placed)
+        ssn.add("predicate", self.name, Predicate(self.mask, self.reason))
+
+    # ---- PrePredicate ---------------------------------------------------------------------------
+    def pre_predicate(self, task) -> str | None:
+        state = self.states.get(task.uid)
+        if state is None:
+            state = self.states[task.uid] = CycleState()
+        pod = task.pod
+        err = None
+        skipped = state.skip_filter
+        for p in self.pre:
+            if p.name in skipped and p.name in POD_ONLY_PRE_FILTERS:
+                continue       # Skip again: decided by the pod alone, and the skip set is kept
+            s = p.pre_filter(state, pod)
+            if s is None or s.__class__ is not Status or s.is_success():
+                continue       # (a PreFilterResult's node restriction is ignored, as Volcano does)
+            if s.is_skip():
+                state.skip_filter.add(p.name)
+            else:
+                err = f"plugin {p.name} pre-predicates failed {s.message()}"
+                break
+        state.write(_ERR, err)
+        return err
+
+    def _placed(self, task) -> None:
+        """A placed task keeps only its skip set: its PreFilter data (per-node arrays for
+        affinity, spread, ports) is rebuilt by the next PrePredicate if it is tried again."""
+        state = self.states.get(task.uid)
+        if state is not None and len(state.skip_filter) < len(self.pre):
+            light = self.states[task.uid] = CycleState()
+            light.skip_filter = state.skip_filter
+            light.write(_ERR, state.get(_ERR))
+
+    def _state(self, task) -> tuple[CycleState, str | None]:
+        state = self.states.get(task.uid)
+        if state is None:                  # a caller that did not run PrePredicate first
+            self.pre_predicate(task)
+            state = self.states[task.uid]
+        return state, state.get(_ERR)
+
+    # ---- Predicate ------------------------------------------------------------------------------
+    def mask(self, task, idx: np.ndarray) -> np.ndarray | None:
+        state, err = self._state(task)
+        if err:
+            return np.zeros(idx.size, dtype=bool)
+        table = self.ssn.nodes.table
+        pods_ok, all_ok = self.slots.get(table)
+        ok = None if all_ok else pods_ok[idx]
+        pod = task.pod
+        skip = state.skip_filter
+        for p in self.filters:
+            if p.name in skip:
+                continue
+            m = filter_mask(p, state, pod, table, idx)
+            if m is not None:
+                ok = m if ok is None else ok & m
+        return ok
+
+    def reason(self, task, i: int) -> list[tuple[str, str]]:
+        state, err = self._state(task)
+        if err:
+            return [(ERROR, err)]
+        table = self.ssn.nodes.table
+        out: list[tuple[str, str]] = []
+        if not self.slots.get(table)[0][i]:
+            out.append((UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED))
+        pod = task.pod
+        for group in (self.stable, self.others):
+            for p in group:
+                if p.name in state.skip_filter:
+                    continue
+                s = filter_status(p, state, pod, table, i)
+                if s is None:
+                    continue
+                code = volcano_code(s)
+                out.append((code, s.message()))
+                if should_abort(code):
+                    return out
+        return out
+
+
+class PodSlots:
+    """Per node: is there room for one more pod (allocatable pods > pods on the node)? Kept
+    current from the table's pod journal; `get` also says whether every node has room."""
+    __slots__ = ("max_tasks", "ok", "bad", "cursor", "gen")
+
+    def __init__(self, max_tasks: np.ndarray):
+        self.max_tasks = max_tasks
+        self.ok: np.ndarray | None = None
+        self.bad = 0
+        self.cursor = -1
+        self.gen = -1
+
+    def get(self, table) -> tuple[np.ndarray, bool]:
+        changes, end = table.journal_since(self.cursor)
+        if self.ok is None or changes is None or self.gen != table.node_generation or len(changes) > 256:
+            self.ok = self.max_tasks > table.req[:, PODS]
+            self.bad = int(self.ok.size - np.count_nonzero(self.ok))
+            self.gen = table.node_generation
+        else:
+            ok, req, mx = self.ok, table.req, self.max_tasks
+            for _, i, _ in changes:
+                now = mx.item(i) > req.item(i, PODS)
+                if now != ok.item(i):
+                    ok[i] = now
+                    self.bad += -1 if now else 1
+        self.cursor = end
+        return self.ok, self.bad == 0

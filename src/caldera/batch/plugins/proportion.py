@@ -1,0 +1,339 @@
+"""proportion: weight-based fair share between queues (Volcano's plugins/proportion).
+
+At session open every queue that holds a job gets its attributes: what its tasks occupy
+(`allocated`), what they occupy or wait for (`request`), the minResources its admitted jobs still
+hold in reserve (`inqueue`), what its jobs hold beyond their minResources (`elastic`), its
+`guarantee` and its `realCapability` = min(capability, total - all guarantees + own guarantee).
+The cluster is then shared out by water-filling into `deserved`: each round, every queue not
+yet satisfied takes remaining * weight / (weight of unsatisfied queues), capped by its
+realCapability and its request and raised to its guarantee; a queue is satisfied when its
+request fits its deserved or its deserved stops changing; rounds stop when nothing remains or
+the remainder stops changing. Within a round each queue's update depends only on the round's
+remainder, so the order queues are visited in (a Go map's, i.e. random, order) does not change
+the result; they are visited by name here.
+
+`share` = max over deserved's dimensions of allocated/deserved. Queues are ordered by
+spec.priority, then share; a queue is overused when deserved <= allocated; a task is allocatable
+(and a queue may reclaim for it) when allocated + request <= deserved on the dimensions the task
+requests and the queue is Open; reclaim victims come from queues still above their deserved.
+
+Task requests carry Volcano's `pods: 1`, so the `pods` dimension takes part in deserved, share,
+overused and reclaim exactly as in Volcano (the allocatable checks ignore it).
+"""
+from __future__ import annotations
+
+from ...plugins.noderesources.common import is_scalar
+from ..info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
+from ..resource import INFINITY, MAXF, ZERO, Resource, exceeded_part
+from .base import PERMIT, REJECT, BatchPlugin
+
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+
+
+# ---- Volcano's job helpers (api.JobInfo / plugins/util), shared with overcommit --------------
+def allocated_task_num(job: JobInfo) -> int:
+    """util.CalculateAllocatedTaskNum."""
+    return job.count(ALLOCATED_STATUS)
+
+
+def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """util.GetInqueueResource: the part of minResources not yet allocated, per dimension the
+    PodGroup's minResources names (extended resources a job has none of count in full)."""
+    mr = job.pg.min_resources
+    out = Resource()
+    if mr is None:
+        return out
+    if mr.cpu - allocated.cpu > 0:
+        out.cpu = mr.cpu - allocated.cpu
+    if mr.memory - allocated.memory > 0:
+        out.memory = mr.memory - allocated.memory
+    for name, want in mr.scalars.items():
+        if name == "pods":
+            left = want - allocated.scalars.get("pods", 0.0)
+            if left > 0:
+                out.scalars["pods"] = left
+            continue
+        if not is_scalar(name):
+            continue
+        if name not in allocated.scalars:
+            out.scalars[name] = want
+        elif want - allocated.scalars[name] > 0:
+            out.scalars[name] = want - allocated.scalars[name]
+    return out
+
+
+def _only_volcano_gate(t: TaskInfo) -> bool:
+    return t.pod.scheduling_gates == (QUEUE_ALLOCATION_GATE,)
+
+
+def deduct_sch_gated(job: JobInfo, res: Resource) -> Resource:
+    """JobInfo.DeductSchGatedResources: `res` less what scheduling-gated tasks request (tasks
+    gated only by Volcano's queue-allocation gate still count), floored at zero."""
+    gated = Resource()
+    for t in job.tasks.values():
+        if t.sch_gated and not _only_volcano_gate(t):
+            gated.add(t.resreq)
+    if gated.is_empty():
+        return res
+    out = res.clone()
+    out.cpu = max(out.cpu - gated.cpu, 0.0)
+    out.memory = max(out.memory - gated.memory, 0.0)
+    for name, v in res.scalars.items():
+        if name in gated.scalars:
+            out.scalars[name] = max(v - gated.scalars[name], 0.0)
+    return out
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """util.FormatResourceNames."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {n}" for n in names)
+
+
+# ---- Resource helpers Volcano's proportion uses ------------------------------------------
+def res_max(l: Resource, r: Resource) -> Resource:
+    """helpers.Max: per dimension the larger; negative scalars are dropped."""
+    out = Resource(max(l.cpu, r.cpu), max(l.memory, r.memory))
+    for n, v in l.scalars.items():
+        if v >= 0:
+            out.scalars[n] = v
+    for n, v in r.scalars.items():
+        if v >= 0:
+            out.scalars[n] = max(v, out.scalars.get(n, 0.0))
+    return out
+
+
+def same(a: Resource, b: Resource) -> bool:
+    """equality.Semantic.DeepEqual on two Resources: exact values, same scalar keys."""
+    return a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
+
+
+def share_of(l: float, r: float) -> float:
+    """helpers.Share."""
+    if r == 0:
+        return 0.0 if l == 0 else 1.0
+    return l / r
+
+
+class QueueAttr:
+    __slots__ = ("name", "weight", "share", "deserved", "allocated", "request", "elastic", "inqueue",
+                 "capability", "real_capability", "guarantee")
+
+    def __init__(self, name: str, weight: int):
+        self.name = name
+        self.weight = weight
+        self.share = 0.0
+        self.deserved = Resource()
+        self.allocated = Resource()
+        self.request = Resource()
+        self.elastic = Resource()
+        self.inqueue = Resource()
+        self.capability = Resource()
+        self.real_capability = Resource()
+        self.guarantee = Resource()
+
+    def update_share(self) -> None:
+        res = 0.0
+        for rn in self.deserved.names():
+            s = share_of(self.allocated.get(rn), self.deserved.get(rn))
+            if s > res:
+                res = s
+        self.share = res
+
+    def __repr__(self):
+        return (f"QueueAttr({self.name}, deserved={self.deserved}, allocated={self.allocated}, "
+                f"request={self.request}, share={self.share:.4f})")
+
+
+def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
+    """Share `total` out into each attr's deserved (see the module docstring)."""
+    remaining = total.clone()
+    met: set[str] = set()
+    while True:
+        total_weight = sum(a.weight for a in attrs if a.name not in met)
+        if total_weight == 0:
+            return
+        old_remaining = remaining.clone()
+        increased, decreased = Resource(), Resource()
+        for a in attrs:
+            if a.name in met:
+                continue
+            old = a.deserved.clone()
+            a.deserved.add(remaining.clone().multi(a.weight / total_weight))
+            a.deserved.min_dimension(a.real_capability, INFINITY)
+            a.deserved.min_dimension(a.request, ZERO)
+            a.deserved = res_max(a.deserved, a.guarantee)
+            a.update_share()
+            if a.request.less_equal(a.deserved, ZERO) or same(a.deserved, old):
+                met.add(a.name)
+            inc, dec = a.deserved.diff(old, ZERO)
+            increased.add(inc)
+            decreased.add(dec)
+        remaining = exceeded_part(remaining.clone().add(decreased), increased)
+        if remaining.is_empty() or same(remaining, old_remaining):
+            return
+
+
+class ProportionPlugin(BatchPlugin):
+    name = "proportion"
+
+    def __init__(self, arguments=None, source="volcano conf"):
+        super().__init__(arguments, source)
+        self.total = Resource()
+        self.total_guarantee = Resource()
+        self.queue_opts: dict[str, QueueAttr] = {}
+        self.events: list[tuple[str, str, str]] = []   # (job uid, reason, message) PodGroup events
+
+    # ---- building the queues' attributes -------------------------------------------------
+    def _new_attr(self, q: QueueInfo) -> QueueAttr:
+        spec = q.queue
+        attr = QueueAttr(q.name, q.weight)
+        cap = None
+        if spec.capability is not None:
+            cap = spec.capability.clone()
+            if cap.cpu <= 0:
+                cap.cpu = MAXF
+            if cap.memory <= 0:
+                cap.memory = MAXF
+        if spec.guarantee is not None:
+            attr.guarantee = spec.guarantee.clone()
+        real = exceeded_part(self.total, self.total_guarantee).add(attr.guarantee)
+        if cap is not None:
+            attr.capability = cap
+            real.min_dimension(cap, INFINITY)
+        attr.real_capability = real
+        return attr
+
+    def _account_job(self, attr: QueueAttr, job: JobInfo) -> None:
+        for status, tasks in job.index.items():
+            if status & ALLOCATED_STATUS:
+                for t in tasks.values():
+                    r = t.resreq
+                    attr.allocated.add(r)
+                    attr.request.add(r)
+            elif status == PENDING:
+                for t in tasks.values():
+                    attr.request.add(t.resreq)
+        pg = job.pg
+        allocated = job.allocated
+        if pg.min_resources is not None:
+            # Inqueue: what minResources still reserves beyond the tasks already allocated
+            # (they count in `allocated`); Running: the same once the gang has its members.
+            if pg.phase == "Inqueue" or (pg.phase == "Running" and allocated_task_num(job) >= pg.min_member):
+                attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, allocated)))
+        attr.elastic.add(allocated.diff(job.min_resources(), ZERO)[0])
+
+    def on_session_open(self, ssn) -> None:
+        self.total = Resource().add(ssn.total)
+        for q in ssn.queues.values():
+            if q.queue.guarantee is not None:
+                self.total_guarantee.add(q.queue.guarantee)
+        opts = self.queue_opts
+        for job in ssn.jobs.values():
+            q = ssn.queues.get(job.queue)
+            if q is None:       # Volcano's snapshot drops jobs of unknown queues
+                continue
+            attr = opts.get(job.queue)
+            if attr is None:
+                attr = opts[job.queue] = self._new_attr(q)
+            self._account_job(attr, job)
+        water_fill([opts[k] for k in sorted(opts)], self.total)
+
+        ssn.add("queue_order", self.name, self._queue_order)
+        ssn.add("reclaimable", self.name, lambda actor, cands: self._reclaimable(ssn, cands))
+        ssn.add("overused", self.name, self._overused)
+        ssn.add("allocatable", self.name, self._allocatable)
+        ssn.add("preemptive", self.name, self._allocatable)
+        ssn.add("job_enqueueable", self.name, lambda job: self._enqueueable(ssn, job))
+        ssn.add("job_enqueued", self.name, self._enqueued)
+        ssn.add_event_handler(allocate=lambda t: self._on_event(ssn, t, 1),
+                              deallocate=lambda t: self._on_event(ssn, t, -1))
+
+    def on_session_close(self, ssn) -> None:
+        self.total = Resource()
+        self.total_guarantee = Resource()
+        self.queue_opts = {}
+
+    # ---- registered functions -------------------------------------------------------------
+    def _queue_order(self, l: QueueInfo, r: QueueInfo) -> int:
+        lp, rp = l.queue.priority, r.queue.priority
+        if lp != rp:
+            return rp - lp
+        la, ra = self.queue_opts.get(l.uid), self.queue_opts.get(r.uid)
+        ls = la.share if la is not None else 0.0
+        rs = ra.share if ra is not None else 0.0
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def _reclaimable(self, ssn, reclaimees: list[TaskInfo]):
+        victims = []
+        allocations: dict[str, Resource] = {}
+        for t in reclaimees:
+            job = ssn.jobs.get(t.job)
+            if job is None:
+                continue
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                continue
+            allocated = allocations.get(job.queue)
+            if allocated is None:
+                allocated = allocations[job.queue] = attr.allocated.clone()
+            if not allocated.less_equal(attr.deserved, ZERO):
+                allocated.sub(t.resreq)
+                victims.append(t)
+        return victims, PERMIT
+
+    def _overused(self, queue: QueueInfo) -> bool:
+        attr = self.queue_opts.get(queue.uid)
+        if attr is None:
+            return False
+        return attr.deserved.less_equal(attr.allocated, ZERO)
+
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if not queue.is_open():
+            return False
+        attr = self.queue_opts.get(queue.uid)
+        if attr is None:
+            return False
+        req = task.resreq
+        future = attr.allocated.clone().add(req)
+        return not future.less_equal_with_dimension(attr.deserved, req)
+
+    def _enqueueable(self, ssn, job: JobInfo) -> int:
+        queue = ssn.queues[job.queue]
+        if not queue.is_open():
+            return REJECT
+        attr = self.queue_opts.get(job.queue)
+        if attr is None or job.pg.min_resources is None:
+            return PERMIT
+        min_req = job.min_resources()
+        r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+        bad = r.less_equal_with_dimension(attr.real_capability, min_req)
+        if not bad:
+            return PERMIT
+        self.events.append((job.uid, "Unschedulable",
+                            format_resource_names("queue resource quota insufficient", "insufficient", bad)))
+        return REJECT
+
+    def _enqueued(self, job: JobInfo) -> None:
+        if job.pg.min_resources is None:
+            return
+        attr = self.queue_opts.get(job.queue)
+        if attr is None:
+            return
+        attr.inqueue.add(deduct_sch_gated(job, job.min_resources()))
+
+    def _on_event(self, ssn, task: TaskInfo, sign: int) -> None:
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return
+        attr = self.queue_opts.get(job.queue)
+        if attr is None:
+            return
+        if sign > 0:
+            attr.allocated.add(task.resreq)
+        else:
+            attr.allocated.sub(task.resreq)
+        attr.update_share()
