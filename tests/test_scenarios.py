@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = ROOT / "tests" / "scenarios"
@@ -25,17 +24,8 @@ def _files():
     return [seen[k] for k in sorted(seen)]
 
 
-def _kind(f: Path) -> str:
-    for d in yaml.safe_load_all(f.read_text()):
-        if d and d.get("kind") == "Scenario":
-            return (d.get("scheduler") or {}).get("kind", "kube")
-    return "kube"
-
-
 @pytest.mark.parametrize("scenario", _files(), ids=lambda f: f.stem)
-def test_scenario(scenario: Path, request):
-    if _kind(scenario) == "volcano":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Volcano batch scheduling (issue 3) not built yet"))
+def test_scenario(scenario: Path):
     p = subprocess.run([sys.executable, str(LOCAL / "check.py"), "--caldera", CALDERA, str(scenario)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr

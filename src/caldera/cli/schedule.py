@@ -9,6 +9,8 @@ import yaml
 from ..api.loader import load_cluster
 from ..config.loader import load_config
 from ..engine.oneshot import run_pass
+from ..batch.conf import VolcanoConf
+from ..batch.runner import run_session
 from ..errors import ConfigError
 from ..framework.registry import build_registry
 
@@ -17,7 +19,8 @@ from ..framework.registry import build_registry
 @click.option("-f", "--filename", "files", multiple=True, required=True, metavar="FILE_OR_DIR",
               help="Manifests: multi-document YAML, JSON or a List; a directory; '-' for stdin. Repeatable.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")
+              help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) or a volcano-scheduler.conf "
+                   "(actions + tiers: one Volcano session); told apart by content.")
 @click.option("-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table", show_default=True)
 @click.option("--explain", is_flag=True, help="Per node: the filter verdict and each plugin's score.")
 @click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
@@ -26,6 +29,10 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
     """Run one scheduling pass and print where each pending pod goes, and why or why not."""
     registry = build_registry()
     config = load_config(config_path, registry)
+    if isinstance(config, VolcanoConf):
+        cluster = load_cluster(list(files))
+        result = run_session(cluster, config, seed=seed, explain=explain, scheduler_name=scheduler_name)
+        return _emit(result, output)
     if scheduler_name is not None and config.profile(scheduler_name) is None:
         if config_path is None:
             config.profiles[0].scheduler_name = scheduler_name
@@ -34,6 +41,10 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
                               f"profiles: {[p.scheduler_name for p in config.profiles]}")
     cluster = load_cluster(list(files))
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
+    _emit(result, output)
+
+
+def _emit(result, output):
     for w in result.warnings:
         click.echo(f"caldera: warning: {w}", err=True)
     data = result.to_dict()

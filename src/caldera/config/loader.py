@@ -22,19 +22,21 @@ _REMOVED_VERSIONS = {
 }
 
 
-def load_config(path: str | None, registry) -> SchedulerConfig:
-    """None -> kube's default configuration; else the file, defaulted and validated."""
+def load_config(path: str | None, registry):
+    """None -> kube's default configuration; else the file, defaulted and validated: a
+    KubeSchedulerConfiguration (SchedulerConfig) or a volcano-scheduler.conf (VolcanoConf),
+    told apart by content."""
     if path is None:
         return default_config(registry)
     doc = read_document(path)
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: (document): expected a mapping (a KubeSchedulerConfiguration), "
                           f"got {_kind_of(doc)}; write the file as 'apiVersion: {API_VERSION}' / 'kind: {KIND}' / ...")
-    if doc.get("kind") != KIND and ("actions" in doc or "tiers" in doc):
-        field = "actions" if "actions" in doc else "tiers"
-        raise ConfigError(f"{path}: {field}: this looks like a Volcano scheduler configuration, which is not "
-                          f"supported yet (Volcano configs arrive with the batch scheduling work); "
-                          f"pass a KubeSchedulerConfiguration (apiVersion: {API_VERSION}) instead")
+    from ..batch.conf import is_volcano_conf, parse_volcano_conf
+    if is_volcano_conf(doc):
+        from ..batch.actions import ACTIONS
+        from ..batch.plugins import PLUGINS
+        return parse_volcano_conf(doc, path, ACTIONS, PLUGINS)
     api = doc.get("apiVersion")
     if api is None:
         raise ConfigError(f"{path}: apiVersion: missing; set apiVersion: {API_VERSION} and kind: {KIND}")
