@@ -189,24 +189,26 @@ class JobInfo:
         return all(occ.get(r, 0) >= m for r, m in self.task_min_available.items())
 
     def check_task_valid(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         occ = self._roles(ALLOCATED_STATUS | SUCCEEDED | PIPELINED | PENDING, False)
         return all(m == 0 or occ.get(r, 0) >= m for r, m in self.task_min_available.items())
 
     def check_task_ready(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet(self._roles(ALLOCATED_STATUS | SUCCEEDED, True))
 
     def check_task_pipelined(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet(self._roles(ALLOCATED_STATUS | SUCCEEDED | PIPELINED, True))
 
     def check_task_starving(self) -> bool:
         if self.min_available < self.task_min_available_total:
             return True
+        if not self.task_min_available:
+            return False
         return not self._roles_meet(self._roles(ALLOCATED_STATUS | SUCCEEDED | PIPELINED, False))
 
     def fit_failed_roles(self) -> set[str]:

@@ -10,6 +10,7 @@ from .actions import ACTIONS
 from .conf import VolcanoConf
 from .info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo
 from .plugins import plugin_class
+from .reasons import pod_message
 from .session import Session
 from .snapshot import VOLCANO_SCHEDULER, build_snapshot
 
@@ -24,6 +25,7 @@ def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain:
         for opt in tier.plugins:
             plugin = plugin_class(opt.name)(opt.arguments, conf.source)
             plugin.option = opt
+            plugin.ssn = ssn
             ssn.plugins[opt.name] = plugin
             plugin.on_session_open(ssn)
             snap.warnings.extend(getattr(plugin, "warnings", ()))
@@ -51,20 +53,6 @@ def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
     return job.pg.phase
 
 
-def task_message(job: JobInfo, t) -> str:
-    """TaskSchedulingReason's message for a task left unbound."""
-    status, node = t.last_tx if t.last_tx else (t.status, t.node_name)
-    if status == ALLOCATED:
-        return f"Pod {t.namespace}/{t.name} can possibly be assigned to {node}, once minAvailable is satisfied"
-    if status == PIPELINED:
-        return (f"Pod {t.namespace}/{t.name} can possibly be assigned to {node}, "
-                "once resource is released and minAvailable is satisfied")
-    fe = job.fit_errors.get(t.uid)
-    if fe is not None:
-        return fe.message()
-    return job.job_fit_errors
-
-
 def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
                 scheduler_name: str | None = None) -> PassResult:
     res = PassResult(warnings=list(cluster.warnings))
@@ -78,17 +66,20 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
     res.bindings = [{"pod": t.key, "node": node} for t, node in ssn.bound]
     res.evictions = [{"pod": t.key, "node": t.node_name, "reason": reason} for t, reason in ssn.evicted]
     bound = {t.key for t, _ in ssn.bound}
+    memo: dict = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == PIPELINED:
                 res.pipelined.append({"pod": t.key, "node": t.node_name})
             elif t.key not in bound and t.status in (PENDING, ALLOCATED):
-                res.unschedulable.append({"pod": t.key, "reason": "Unschedulable", "message": task_message(job, t)})
+                res.unschedulable.append({"pod": t.key, "reason": "Unschedulable", "message": pod_message(job, t, memo)})
         entry = {"name": job.uid, "phase": job.pg.phase}
         msg = ssn.unschedulable_jobs.get(job.uid)
         if msg:
             entry["message"] = msg
+        if job.uid in ssn.events:
+            entry["events"] = [{"type": "Normal", "reason": r, "message": m} for r, m in ssn.events[job.uid]]
         if not job.pg.implicit:
             res.pod_groups.append(entry)
     res.explain = ssn.explain

@@ -43,6 +43,9 @@ class Session:
         self.rng = np.random.default_rng(seed)
         self.fns: dict[str, dict[str, Callable]] = {h: {} for h in HOOK_FLAGS}
         self.event_handlers: list[tuple[Callable | None, Callable | None]] = []
+        self._alloc_handlers: list[Callable] = []
+        self._dealloc_handlers: list[Callable] = []
+        self._resolved: dict = {}
         self.plugins: dict = {}
         self.enqueue_configured = "enqueue" in conf.actions
         # results
@@ -50,24 +53,36 @@ class Session:
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.explain: dict | None = {} if explain else None
         self.unschedulable_jobs: dict[str, str] = {}     # job uid -> condition message (gang)
+        self.events: dict[str, list[tuple[str, str]]] = {}  # job uid -> PodGroup events (reason, message)
         self._task_cmp = functools.cmp_to_key(self.task_compare)
 
     # registration -------------------------------------------------------------------------
     def add(self, hook: str, plugin: str, fn: Callable) -> None:
         self.fns[hook][plugin] = fn
+        self._resolved.pop(hook, None)
 
     def add_event_handler(self, allocate: Callable | None = None, deallocate: Callable | None = None) -> None:
         self.event_handlers.append((allocate, deallocate))
+        self._alloc_handlers = [a for a, _ in self.event_handlers if a is not None]
+        self._dealloc_handlers = [d for _, d in self.event_handlers if d is not None]
 
-    def _each(self, hook: str):
-        """(tier index, option, fn) for every enabled registration of `hook`, in tier order."""
-        flag = HOOK_FLAGS[hook]
-        reg = self.fns[hook]
-        for ti, tier in enumerate(self.tiers):
-            for opt in tier.plugins:
-                fn = reg.get(opt.name)
-                if fn is not None and (flag is None or opt.enabled(flag)):
-                    yield ti, opt, fn
+    def _each(self, hook: str) -> list:
+        """[(tier index, option, fn)] for every enabled registration of `hook`, in tier order
+        (resolved once per hook: dispatch runs tens of thousands of times a session)."""
+        got = self._resolved.get(hook)
+        if got is None:
+            flag = HOOK_FLAGS[hook]
+            reg = self.fns[hook]
+            got = self._resolved[hook] = [
+                (ti, opt, reg[opt.name]) for ti, tier in enumerate(self.tiers) for opt in tier.plugins
+                if opt.name in reg and (flag is None or opt.enabled(flag))]
+        return got
+
+    def _fns(self, hook: str) -> list:
+        got = self._resolved.get((hook,))
+        if got is None:
+            got = self._resolved[(hook,)] = [fn for _, _, fn in self._each(hook)]
+        return got
 
     def plugin_option(self, name: str) -> PluginOption | None:
         for t in self.tiers:
@@ -81,7 +96,7 @@ class Session:
 
     # orders -------------------------------------------------------------------------------
     def _compare(self, hook: str, l, r) -> int:
-        for _, _, fn in self._each(hook):
+        for fn in self._fns(hook):
             c = fn(l, r)
             if c:
                 return c
@@ -132,7 +147,10 @@ class Session:
         return None
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for _, _, fn in self._each("job_ready"))
+        for fn in self._fns("job_ready"):
+            if not fn(job):
+                return False
+        return True
 
     def _tiers(self, hook: str):
         """Per tier, the enabled registrations of `hook` as [(option, fn)]."""
@@ -176,10 +194,16 @@ class Session:
         return False
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for _, _, fn in self._each("overused"))
+        for fn in self._fns("overused"):
+            if fn(queue):
+                return True
+        return False
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for _, _, fn in self._each("allocatable"))
+        for fn in self._fns("allocatable"):
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for _, _, fn in self._each("preemptive"))
@@ -218,7 +242,7 @@ class Session:
 
     # predicates and scores ------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> str | None:
-        for _, _, fn in self._each("pre_predicate"):
+        for fn in self._fns("pre_predicate"):
             err = fn(task)
             if err:
                 return err
@@ -267,14 +291,18 @@ class Session:
 
     # event plumbing used by Statement -------------------------------------------------------
     def fire_allocate(self, task: TaskInfo) -> None:
-        for a, _ in self.event_handlers:
-            if a is not None:
-                a(task)
+        for a in self._alloc_handlers:
+            a(task)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
-        for _, d in self.event_handlers:
-            if d is not None:
-                d(task)
+        for d in self._dealloc_handlers:
+            d(task)
+
+    def record_event(self, job_uid: str, reason: str, message: str) -> None:
+        """A PodGroup event (ssn.RecordPodGroupEvent), e.g. why enqueue rejected the job."""
+        evs = self.events.setdefault(job_uid, [])
+        if (reason, message) not in evs:
+            evs.append((reason, message))
 
     def job_priority(self, job: JobInfo) -> int:
         return job.priority

@@ -33,7 +33,10 @@ def render(data: dict, console: Console | None = None) -> None:
         g.add_column("Phase")
         g.add_column("Message", overflow="fold")
         for pg in data["podGroups"]:
-            g.add_row(pg["name"], pg.get("phase", ""), pg.get("message", ""))
+            msg = pg.get("message", "")
+            for ev in pg.get("events", []):
+                msg += f"{chr(10) if msg else ''}event {ev['reason']}: {ev['message']}"
+            g.add_row(pg["name"], pg.get("phase", ""), msg)
         con.print(g)
     for pod, ex in (data.get("explain") or {}).items():
         _explain_table(con, pod, ex)

@@ -32,7 +32,7 @@ class PredicateHelper:
         self.ssn = ssn
         self.use_cache = use_cache
         self.resource_fit = resource_fit   # "future": InitResreq <= FutureIdle first; None: plugins only
-        self.cache: dict[str, tuple[np.ndarray, dict]] = {}
+        self.cache: dict[str, tuple[np.ndarray, list]] = {}
 
     def predicate_nodes(self, task: TaskInfo, idx: np.ndarray | None = None, find_all: bool = False):
         """(feasible node indices, FitErrors). Nodes are scanned from the session's round-robin
@@ -46,29 +46,28 @@ class PredicateHelper:
             return np.zeros(0, dtype=np.intp), fe
         key = f"{task.job}/{task.role}" if (self.use_cache and task.role) else None
         cached = self.cache.get(key) if key else None
-        ok = np.ones(N, dtype=bool) if idx is None else np.zeros(N, dtype=bool)
+        scope = None      # None: every node
         if idx is not None:
-            ok[idx] = True
-        scope = ok.copy() if idx is not None else None
-        if cached is not None:
-            ok &= ~cached[0]
-        fail_sets = []
-        if self.resource_fit == "future":
-            fit = nodes.fit_mask(task, True)
-            bad = ok & ~fit
-            if bad.any():
-                bad_i = np.flatnonzero(bad)
-                cols = nodes.fidle_t[task.dims][:, bad_i].T   # the task's dimensions, as they are now
-                fail_sets.append(("fit", bad_i, cols))
-                ok &= fit
+            scope = np.zeros(N, dtype=bool)
+            scope[idx] = True
+        if cached is None:
+            base = scope
+        else:
+            base = ~cached[0] if scope is None else (scope & ~cached[0])
+        fit = nodes.fit_mask(task, True) if self.resource_fit == "future" else None
+        if fit is None:
+            ok = np.ones(N, dtype=bool) if base is None else base.copy()
+        else:
+            ok = fit if base is None else (base & fit)
         live = np.flatnonzero(ok)
+        failures = ()
         if len(live):
             pmask, failures = ssn.predicate(task, live)
-            for fn, bad_i in failures:
-                fail_sets.append((fn, bad_i, None))
             if not pmask.all():
+                ok = ok.copy() if ok is fit else ok
                 ok[live[~pmask]] = False
-        feasible = np.flatnonzero(ok)
+                live = live[pmask]
+        feasible = live
         # round robin: scan from the start index, wrapping around
         start = ssn.rr_start % N
         if start and len(feasible):
@@ -82,13 +81,24 @@ class PredicateHelper:
                 ssn.rr_start = (last + 1) % N
             else:
                 ssn.rr_start = start  # every node processed: a full turn ends where it began
-        # failures: the cache learns every failing node; reasons are built only when asked for
+        # Failures. Only gathered when someone will read them: the role cache (which learns
+        # every failing node), a task that fits nowhere (its message), or --explain.
+        if key is None and len(feasible) and ssn.explain is None:
+            return feasible, fe
         if cached is not None:
             hit = cached[0] if scope is None else (cached[0] & scope)
             hit_i = np.flatnonzero(hit)
             if len(hit_i):
-                reasons = cached[1]
-                fe.add_lazy([nodes.names[i] for i in hit_i], lambda k, h=hit_i, r=reasons: r[int(h[k])]())
+                fe.add_lazy([nodes.names[i] for i in hit_i], lambda k, h=hit_i, c=cached: _cached_reason(c, int(h[k])))
+        fail_sets = []
+        if fit is not None:
+            badm = ~fit if base is None else (base & ~fit)
+            bad_i = np.flatnonzero(badm)
+            if len(bad_i):
+                cols = nodes.fidle_t[task.dims][:, bad_i].T   # the task's dimensions, as they are now
+                fail_sets.append(("fit", bad_i, cols))
+        for fn, bad_i in failures:
+            fail_sets.append((fn, bad_i, None))
         for what, bad_i, cols in fail_sets:
             resolver = self._resolver(task, what, bad_i, cols)
             if len(feasible) == 0 or ssn.explain is not None:
@@ -101,10 +111,9 @@ class PredicateHelper:
             if key:
                 entry = self.cache.get(key)
                 if entry is None:
-                    entry = self.cache[key] = (np.zeros(N, dtype=bool), {})
+                    entry = self.cache[key] = (np.zeros(N, dtype=bool), [])
                 entry[0][bad_i] = True
-                for k, i in enumerate(bad_i):
-                    entry[1][int(i)] = (lambda r=resolver, kk=k: r(kk))
+                entry[1].append((bad_i, resolver))
         return feasible, fe
 
     def _resolver(self, task: TaskInfo, what, bad_i: np.ndarray, cols):
@@ -116,6 +125,15 @@ class PredicateHelper:
                 return [(UNSCHEDULABLE, insufficient(nodes.insufficient(task, int(bad_i[k]), row)))]
             return fit_reason
         return lambda k: what.reason(task, int(bad_i[k]))
+
+
+def _cached_reason(entry, i: int) -> list:
+    """The reason node i failed for the role, from the failure set that recorded it."""
+    for bad_i, resolve in entry[1]:
+        k = int(np.searchsorted(bad_i, i))
+        if k < len(bad_i) and bad_i[k] == i:
+            return resolve(k)
+    return []
 
 
 def score_nodes(ssn, task: TaskInfo, idx: np.ndarray, detail: dict | None = None) -> np.ndarray:

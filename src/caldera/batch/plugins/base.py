@@ -17,6 +17,8 @@ class BatchPlugin:
     def __init__(self, arguments: dict | None = None, source: str = "volcano conf"):
         self.args = dict(arguments or {})
         self.source = source
+        self.ssn = None       # the session, set before on_session_open
+        self.option = None    # this plugin's conf entry (flags), set before on_session_open
 
     def on_session_open(self, ssn) -> None:
         pass

@@ -73,9 +73,13 @@ class OvercommitPlugin(BatchPlugin):
         bad = want.less_equal_with_dimension(self.idle, min_req)
         if not bad:
             return PERMIT
-        self.events.append((job.uid, "Unschedulable",
-                            format_resource_names("resource in cluster is overused", "overused", bad)))
+        self._event(job.uid, "Unschedulable",
+                            format_resource_names("resource in cluster is overused", "overused", bad))
         return REJECT
+
+    def _event(self, uid: str, reason: str, message: str) -> None:
+        self.events.append((uid, reason, message))
+        self.ssn.record_event(uid, reason, message)
 
     def _enqueued(self, job) -> None:
         if job.pg.min_resources is None:

@@ -313,9 +313,13 @@ class ProportionPlugin(BatchPlugin):
         bad = r.less_equal_with_dimension(attr.real_capability, min_req)
         if not bad:
             return PERMIT
-        self.events.append((job.uid, "Unschedulable",
-                            format_resource_names("queue resource quota insufficient", "insufficient", bad)))
+        self._event(job.uid, "Unschedulable",
+                            format_resource_names("queue resource quota insufficient", "insufficient", bad))
         return REJECT
+
+    def _event(self, uid: str, reason: str, message: str) -> None:
+        self.events.append((uid, reason, message))
+        self.ssn.record_event(uid, reason, message)
 
     def _enqueued(self, job: JobInfo) -> None:
         if job.pg.min_resources is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ...info import JobInfo, QueueInfo, TaskInfo
 from ..base import PERMIT, REJECT, BatchPlugin
+from ..proportion import format_resource_names
 from .attrs import QueueAttr, build_flat, build_hierarchy, deduct_sch_gated, queue_level
 from .victims import Reclaim
 
@@ -154,7 +155,10 @@ class CapacityPlugin(BatchPlugin):
         min_req = job.min_resources()
         for a in self._chain(job.queue):
             need = min_req.clone().add(a.allocated).add(a.inqueue).sub(a.elastic)
-            if need.less_equal_with_dimension(a.real_capability, min_req):
+            bad = need.less_equal_with_dimension(a.real_capability, min_req)
+            if bad:
+                self.ssn.record_event(job.uid, "Unschedulable",
+                                      format_resource_names("queue resource quota insufficient", "insufficient", bad))
                 return REJECT
         return PERMIT
 
