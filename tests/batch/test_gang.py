@@ -15,8 +15,9 @@ from caldera.batch.info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING
 from caldera.batch.objects import PodGroup
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT
-from caldera.batch.plugins.gang import (gang_event_message, gang_unschedulable_message, job_fit_error,
-                                        should_skip_unschedulable_for_releasing, task_scheduling_reason)
+from caldera.batch.plugins.gang import (gang_event_message, gang_unschedulable_message,
+                                        should_skip_unschedulable_for_releasing)
+from caldera.batch.reasons import job_fit_error, task_scheduling_reason
 
 from .helpers import close_session, node, open_session, outcome, pod, podgroup, queue, rl, run
 

@@ -15,6 +15,7 @@ PENDING, ALLOCATED, PIPELINED, BINDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FA
 STATUS_NAMES = {PENDING: "Pending", ALLOCATED: "Allocated", PIPELINED: "Pipelined", BINDING: "Binding",
                 BOUND: "Bound", RUNNING: "Running", RELEASING: "Releasing", SUCCEEDED: "Succeeded",
                 FAILED: "Failed", UNKNOWN: "Unknown"}
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 ALLOCATED_STATUS = BOUND | BINDING | RUNNING | ALLOCATED
 SCHEDULED_STATUS = RUNNING | BOUND | FAILED | SUCCEEDED
 COMPLETED_STATUS = FAILED | SUCCEEDED
@@ -168,6 +169,23 @@ class JobInfo:
 
     def min_resources(self) -> Resource:
         return self.pg.min_resources.clone() if self.pg.min_resources is not None else Resource()
+
+    def deduct_sch_gated(self, res: Resource) -> Resource:
+        """DeductSchGatedResources: `res` less what scheduling-gated tasks request (tasks gated
+        only by Volcano's queue-allocation gate still count), floored at zero."""
+        gated = Resource()
+        for t in self.tasks.values():
+            if t.sch_gated and t.pod.scheduling_gates != (QUEUE_ALLOCATION_GATE,):
+                gated.add(t.resreq)
+        if gated.is_empty():
+            return res
+        out = res.clone()
+        out.cpu = max(out.cpu - gated.cpu, 0.0)
+        out.memory = max(out.memory - gated.memory, 0.0)
+        for n, v in res.scalars.items():
+            if n in gated.scalars:
+                out.scalars[n] = max(v - gated.scalars[n], 0.0)
+        return out
 
     def elastic_resources(self) -> Resource:
         """Allocated beyond minResources (GetElasticResources)."""

@@ -12,7 +12,7 @@ vacuously true) and UnifiedEvictable (no gangpreempt/gangreclaim actions).
 from __future__ import annotations
 
 from ..info import ALLOCATED_STATUS, PENDING, PIPELINED, RELEASING, JobInfo
-from ..reasons import _tx, job_fit_error, task_scheduling_reason  # noqa: F401 (re-exported)
+from ..reasons import _tx, job_fit_error
 from .base import PERMIT, REJECT, BatchPlugin
 
 NOT_ENOUGH_PODS_OF_TASK_REASON = "NotEnoughPodsOfTask"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..resource import Resource
 from .base import PERMIT, REJECT, BatchPlugin
-from .proportion import allocated_task_num, deduct_sch_gated, format_resource_names, inqueue_resource
+from .util import allocated_task_num, format_resource_names, inqueue_resource
 
 FACTOR_ARG = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
@@ -54,9 +54,9 @@ class OvercommitPlugin(BatchPlugin):
             if pg.min_resources is None:
                 continue
             if pg.phase == "Inqueue":
-                self.inqueue.add(deduct_sch_gated(job, job.min_resources()))
+                self.inqueue.add(job.deduct_sch_gated(job.min_resources()))
             elif pg.phase == "Running" and allocated_task_num(job) >= pg.min_member:
-                self.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+                self.inqueue.add(job.deduct_sch_gated(inqueue_resource(job, job.allocated)))
         ssn.add("job_enqueueable", self.name, self._enqueueable)
         ssn.add("job_enqueued", self.name, self._enqueued)
 
@@ -84,4 +84,4 @@ class OvercommitPlugin(BatchPlugin):
     def _enqueued(self, job) -> None:
         if job.pg.min_resources is None:
             return
-        self.inqueue.add(deduct_sch_gated(job, job.min_resources()))
+        self.inqueue.add(job.deduct_sch_gated(job.min_resources()))

@@ -22,86 +22,13 @@ overused and reclaim exactly as in Volcano (the allocatable checks ignore it).
 """
 from __future__ import annotations
 
-from ...plugins.noderesources.common import is_scalar
 from ..info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
-from ..resource import INFINITY, MAXF, ZERO, Resource, exceeded_part
+from ..resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
 from .base import PERMIT, REJECT, BatchPlugin
-
-QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
-
-
-# ---- Volcano's job helpers (api.JobInfo / plugins/util), shared with overcommit --------------
-def allocated_task_num(job: JobInfo) -> int:
-    """util.CalculateAllocatedTaskNum."""
-    return job.count(ALLOCATED_STATUS)
+from .util import allocated_task_num, format_resource_names, inqueue_resource
 
 
-def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
-    """util.GetInqueueResource: the part of minResources not yet allocated, per dimension the
-    PodGroup's minResources names (extended resources a job has none of count in full)."""
-    mr = job.pg.min_resources
-    out = Resource()
-    if mr is None:
-        return out
-    if mr.cpu - allocated.cpu > 0:
-        out.cpu = mr.cpu - allocated.cpu
-    if mr.memory - allocated.memory > 0:
-        out.memory = mr.memory - allocated.memory
-    for name, want in mr.scalars.items():
-        if name == "pods":
-            left = want - allocated.scalars.get("pods", 0.0)
-            if left > 0:
-                out.scalars["pods"] = left
-            continue
-        if not is_scalar(name):
-            continue
-        if name not in allocated.scalars:
-            out.scalars[name] = want
-        elif want - allocated.scalars[name] > 0:
-            out.scalars[name] = want - allocated.scalars[name]
-    return out
 
-
-def _only_volcano_gate(t: TaskInfo) -> bool:
-    return t.pod.scheduling_gates == (QUEUE_ALLOCATION_GATE,)
-
-
-def deduct_sch_gated(job: JobInfo, res: Resource) -> Resource:
-    """JobInfo.DeductSchGatedResources: `res` less what scheduling-gated tasks request (tasks
-    gated only by Volcano's queue-allocation gate still count), floored at zero."""
-    gated = Resource()
-    for t in job.tasks.values():
-        if t.sch_gated and not _only_volcano_gate(t):
-            gated.add(t.resreq)
-    if gated.is_empty():
-        return res
-    out = res.clone()
-    out.cpu = max(out.cpu - gated.cpu, 0.0)
-    out.memory = max(out.memory - gated.memory, 0.0)
-    for name, v in res.scalars.items():
-        if name in gated.scalars:
-            out.scalars[name] = max(v - gated.scalars[name], 0.0)
-    return out
-
-
-def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
-    """util.FormatResourceNames."""
-    if not names:
-        return prefix
-    return f"{prefix}: " + ", ".join(f"{verb} {n}" for n in names)
-
-
-# ---- Resource helpers Volcano's proportion uses ------------------------------------------
-def res_max(l: Resource, r: Resource) -> Resource:
-    """helpers.Max: per dimension the larger; negative scalars are dropped."""
-    out = Resource(max(l.cpu, r.cpu), max(l.memory, r.memory))
-    for n, v in l.scalars.items():
-        if v >= 0:
-            out.scalars[n] = v
-    for n, v in r.scalars.items():
-        if v >= 0:
-            out.scalars[n] = max(v, out.scalars.get(n, 0.0))
-    return out
 
 
 def same(a: Resource, b: Resource) -> bool:
@@ -163,7 +90,7 @@ def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             a.deserved.add(remaining.clone().multi(a.weight / total_weight))
             a.deserved.min_dimension(a.real_capability, INFINITY)
             a.deserved.min_dimension(a.request, ZERO)
-            a.deserved = res_max(a.deserved, a.guarantee)
+            a.deserved = max_resource(a.deserved, a.guarantee)
             a.update_share()
             if a.request.less_equal(a.deserved, ZERO) or same(a.deserved, old):
                 met.add(a.name)
@@ -221,7 +148,7 @@ class ProportionPlugin(BatchPlugin):
             # Inqueue: what minResources still reserves beyond the tasks already allocated
             # (they count in `allocated`); Running: the same once the gang has its members.
             if pg.phase == "Inqueue" or (pg.phase == "Running" and allocated_task_num(job) >= pg.min_member):
-                attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, allocated)))
+                attr.inqueue.add(job.deduct_sch_gated(inqueue_resource(job, allocated)))
         attr.elastic.add(allocated.diff(job.min_resources(), ZERO)[0])
 
     def on_session_open(self, ssn) -> None:
@@ -327,7 +254,7 @@ class ProportionPlugin(BatchPlugin):
         attr = self.queue_opts.get(job.queue)
         if attr is None:
             return
-        attr.inqueue.add(deduct_sch_gated(job, job.min_resources()))
+        attr.inqueue.add(job.deduct_sch_gated(job.min_resources()))
 
     def _on_event(self, ssn, task: TaskInfo, sign: int) -> None:
         job = ssn.jobs.get(task.job)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from ...info import JobInfo, QueueInfo, TaskInfo
 from ..base import PERMIT, REJECT, BatchPlugin
-from ..proportion import format_resource_names
-from .attrs import QueueAttr, build_flat, build_hierarchy, deduct_sch_gated, queue_level
+from ..util import format_resource_names
+from .attrs import QueueAttr, build_flat, build_hierarchy, queue_level
 from .victims import Reclaim
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
@@ -166,7 +166,7 @@ class CapacityPlugin(BatchPlugin):
         attr = self.opts.get(job.queue)
         if attr is None or job.pg.min_resources is None:
             return
-        add = deduct_sch_gated(job, job.min_resources())
+        add = job.deduct_sch_gated(job.min_resources())
         chain = self._chain(job.queue) if self.hierarchy else [attr]
         for a in chain:
             a.inqueue.add(add)

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from ...info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo
 from ...objects import Queue
+from ..util import inqueue_resource
 from ...resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
 
 ROOT = "root"
 MAX_INT64_F = float(2 ** 63 - 1)
-VOLCANO_ONLY_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 
 
 class QueueAttr:
@@ -94,56 +94,6 @@ def spec_resource(q: Queue, key: str) -> Resource | None:
 
 
 # ---- per-job contributions ------------------------------------------------------------------
-def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
-    """util.GetInqueueResource: the part of minResources not yet allocated."""
-    mr = job.pg.min_resources
-    out = Resource()
-    if mr is None:
-        return out
-    spec_min = (job.pg.raw.get("spec") or {}).get("minResources") or {}
-    for name in spec_min:
-        if name == "cpu":
-            if mr.cpu - allocated.cpu > 0:
-                out.cpu = mr.cpu - allocated.cpu
-        elif name == "memory":
-            if mr.memory - allocated.memory > 0:
-                out.memory = mr.memory - allocated.memory
-        elif name == "pods":
-            left = mr.scalars.get(name, 0.0) - allocated.scalars.get(name, 0.0)
-            if left > 0:
-                out.scalars[name] = left
-        else:
-            if name.startswith("count/") or not is_scalar_resource_name(name):
-                continue
-            want = mr.scalars.get(name, 0.0)
-            if name not in allocated.scalars:
-                out.scalars[name] = want
-            elif want - allocated.scalars[name] > 0:
-                out.scalars[name] = want - allocated.scalars[name]
-    return out
-
-
-def deduct_sch_gated(job: JobInfo, res: Resource) -> Resource:
-    """JobInfo.DeductSchGatedResources: minus the requests of scheduling-gated tasks (tasks
-    gated only by Volcano's queue-allocation gate still count), floored at 0."""
-    gated = Resource()
-    for t in job.tasks.values():
-        if t.sch_gated:
-            gates = t.pod.scheduling_gates
-            if gates and all(g == VOLCANO_ONLY_GATE for g in gates):
-                continue
-            gated.add(t.resreq)
-    if gated.is_empty():
-        return res
-    out = res.clone()
-    out.cpu = max(out.cpu - gated.cpu, 0.0)
-    out.memory = max(out.memory - gated.memory, 0.0)
-    for n, v in res.scalars.items():
-        if n in gated.scalars:
-            out.scalars[n] = max(v - gated.scalars[n], 0.0)
-    return out
-
-
 def job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resource]:
     """(allocated, request, inqueue, elastic) that one job adds to its queue."""
     allocated, request, inqueue = Resource(), Resource(), Resource()
@@ -157,9 +107,9 @@ def job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resour
                 request.add(t.resreq)
     pg = job.pg
     if pg.phase == "Inqueue" and pg.min_resources is not None:
-        inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+        inqueue.add(job.deduct_sch_gated(inqueue_resource(job, job.allocated)))
     if pg.phase == "Running" and pg.min_resources is not None and job.count(ALLOCATED_STATUS) >= pg.min_member:
-        inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+        inqueue.add(job.deduct_sch_gated(inqueue_resource(job, job.allocated)))
     return allocated, request, inqueue, job.elastic_resources()
 
 
