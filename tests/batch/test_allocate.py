@@ -10,9 +10,11 @@ Cases needing a batch plugin that is not written yet skip at the case (pytest.im
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from caldera.batch.actions.allocate import _arg_bool
+from caldera.batch.actions.common import action_arg_bool
 from caldera.batch.conf import FLAGS
 from caldera.batch.info import BINDING
 
@@ -250,9 +252,9 @@ def test_allocate_flat_path_with_nominated_node():
 def test_parse_args_set_cache_false():
     c = conf(go_conf("allocate", [], configurations=[
         {"name": "allocate", "arguments": {"predicateErrorCacheEnable": False}}]))
-    assert _arg_bool(c.action_args("allocate"), "predicateErrorCacheEnable", True) is False
+    assert action_arg_bool(SimpleNamespace(conf=c), "allocate", "predicateErrorCacheEnable", True) is False
     c = conf(go_conf("allocate", []))
-    assert _arg_bool(c.action_args("allocate"), "predicateErrorCacheEnable", True) is True
+    assert action_arg_bool(SimpleNamespace(conf=c), "allocate", "predicateErrorCacheEnable", True) is True
 
 
 @pytest.mark.parametrize("cache,want_bind", [

@@ -14,7 +14,7 @@ import numpy as np
 from ..fiterrors import FitErrors
 from ..info import PENDING
 from ..pqueue import PriorityQueue
-from .common import PredicateHelper, record_explain, select_best
+from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
 
 
 def _worksheet(ssn, job):
@@ -24,7 +24,7 @@ def _worksheet(ssn, job):
 
 
 def execute(ssn) -> None:
-    use_cache = _arg_bool(ssn.conf.action_args("allocate"), "predicateErrorCacheEnable", True)
+    use_cache = action_arg_bool(ssn, "allocate", "predicateErrorCacheEnable", True)
     queues = PriorityQueue(ssn.queue_order_less)
     jobs_by_queue: dict[str, PriorityQueue] = {}
     worksheets: dict[str, list] = {}
@@ -81,10 +81,7 @@ def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
             continue
         err = ssn.pre_predicate(task)
         if err:
-            fe = FitErrors()
-            for ni in nodes.infos:
-                fe.set_node(ni.name, [("Error", err)])
-            job.fit_errors[task.uid] = fe
+            fe = job.fit_errors[task.uid] = prepredicate_errors(ssn, err)
             record_explain(ssn, task, fe, None)
             if job.need_continue_allocating():
                 continue
@@ -140,12 +137,3 @@ def prioritize(ssn, task, feasible: np.ndarray):
         scores = ssn.node_scores(task, group)
         return select_best(ssn, task, group, scores), pipelined
     return None, False
-
-
-def _arg_bool(args: dict, key: str, default: bool) -> bool:
-    v = args.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool):
-        return v
-    return str(v).lower() == "true"

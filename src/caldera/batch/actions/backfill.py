@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..fiterrors import FitErrors
 from ..info import ALLOCATED, BINDING, PENDING, PIPELINED
 from ..pqueue import PriorityQueue
-from .allocate import _arg_bool
-from .common import PredicateHelper, record_explain, select_best
+from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
 
 
 def _pending_tasks(ssn) -> list:
@@ -45,17 +44,13 @@ def _pending_tasks(ssn) -> list:
 
 
 def execute(ssn) -> None:
-    use_cache = _arg_bool(ssn.conf.action_args("backfill"), "predicateErrorCacheEnable", True)
-    nodes = ssn.nodes
+    use_cache = action_arg_bool(ssn, "backfill", "predicateErrorCacheEnable", True)
     for task in _pending_tasks(ssn):
         job = ssn.jobs[task.job]
         ph = PredicateHelper(ssn, use_cache, resource_fit=None)
         err = ssn.pre_predicate(task)
         if err:
-            fe = FitErrors()
-            for ni in nodes.infos:
-                fe.set_node(ni.name, [("Error", err)])
-            job.fit_errors[task.uid] = fe
+            job.fit_errors[task.uid] = prepredicate_errors(ssn, err)
             continue
         feasible, fe = ph.predicate_nodes(task)
         record_explain(ssn, task, fe, feasible)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fiterrors import UNSCHEDULABLE, FitErrors, insufficient
+from ..fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
 from ..info import TaskInfo
 
 BASELINE_PERCENTAGE = 50
@@ -125,6 +125,30 @@ class PredicateHelper:
                 return [(UNSCHEDULABLE, insufficient(nodes.insufficient(task, int(bad_i[k]), row)))]
             return fit_reason
         return lambda k: what.reason(task, int(bad_i[k]))
+
+
+def action_arg_bool(ssn, action: str, key: str, default: bool) -> bool:
+    """Arguments.GetBool for an action's `configurations` entry: strconv.ParseBool spellings;
+    a value that does not parse keeps the default."""
+    v = ssn.conf.action_args(action).get(key)
+    if isinstance(v, bool):
+        return v
+    if v is None:
+        return default
+    s = str(v)
+    if s in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if s in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return default
+
+
+def prepredicate_errors(ssn, err: str) -> FitErrors:
+    """A failed PrePredicate fails the task on every node with that error."""
+    fe = FitErrors()
+    for name in ssn.nodes.names:
+        fe.set_node(name, [(ERROR, err)])
+    return fe
 
 
 def _cached_reason(entry, i: int) -> list:

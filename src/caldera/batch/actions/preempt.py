@@ -27,7 +27,7 @@ from ..fiterrors import UNRESOLVABLE
 from ..info import BOUND, PENDING, RUNNING, TaskInfo
 from ..pqueue import PriorityQueue
 from ..resource import Resource
-from .allocate import _arg_bool
+from .common import action_arg_bool
 from .victims import (PreemptPredicateHelper, candidate_nodes, fits_future_idle, node_tasks,
                       predicate_passes, preemption_never, sorted_by_score, validate_victims,
                       victims_queue)
@@ -37,10 +37,9 @@ PREEMPTABLE_STATUS = (RUNNING, BOUND)
 
 
 def execute(ssn) -> None:
-    args = ssn.conf.action_args("preempt")
-    use_cache = _arg_bool(args, "predicateErrorCacheEnable", True)
-    if _arg_bool(args, "enableTopologyAwarePreemption", False):
-        raise ConfigError("volcano conf: action preempt argument enableTopologyAwarePreemption: true is not "
+    use_cache = action_arg_bool(ssn, "preempt", "predicateErrorCacheEnable", True)
+    if action_arg_bool(ssn, "preempt", "enableTopologyAwarePreemption", False):
+        raise ConfigError(f"{ssn.conf.source}: configurations (preempt).enableTopologyAwarePreemption: true is not "
                           "supported by Caldera (only normal preemption is); remove it or set it to false")
 
     preemptors: dict[str, PriorityQueue] = {}

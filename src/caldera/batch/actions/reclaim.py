@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..info import PENDING, RUNNING, TaskInfo
 from ..pqueue import PriorityQueue
 from ..resource import ZERO
-from .allocate import _arg_bool
+from .common import action_arg_bool
 from .victims import (PreemptPredicateHelper, candidate_nodes, node_tasks, preemption_never,
                       validate_victims, victims_queue)
 
@@ -24,7 +24,7 @@ REASON = "reclaim"
 
 
 def execute(ssn) -> None:
-    use_cache = _arg_bool(ssn.conf.action_args("reclaim"), "predicateErrorCacheEnable", True)
+    use_cache = action_arg_bool(ssn, "reclaim", "predicateErrorCacheEnable", True)
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
     preemptors: dict[str, PriorityQueue] = {}
