@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 
 from caldera.api.loader import Cluster
 from caldera.api.objects import Node, Pod
@@ -102,11 +103,12 @@ def main(argv=None) -> None:
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
         bound = len(res.bindings)
-        running = sum(1 for g in res.pod_groups if g["phase"] != "Pending" and g["phase"] != "Inqueue")
-        inq = sum(1 for g in res.pod_groups if g["phase"] == "Inqueue")
+        phases = Counter(g["phase"] for g in res.pod_groups)
+        gangs = Counter(b["pod"].rsplit("-worker-", 1)[0] for b in res.bindings)
+        whole = sum(1 for n in gangs.values() if n == a.size)
         print(f"{a.nodes} nodes x 8 GPUs, {a.groups} PodGroups x {a.size} pods: session {dt:.3f} s, "
-              f"{bound} pods bound ({bound / dt:,.0f} pods/s), gangs bound whole: {bound // a.size}, "
-              f"Inqueue left: {inq}, other: {running}")
+              f"{bound} pods bound ({bound / dt:,.0f} pods/s); gangs bound whole {whole}, partly "
+              f"{len(gangs) - whole}; PodGroup phases {dict(phases)} (bound gangs turn Running next session)")
     print(f"best session: {best:.3f} s (target <= 2 s)")
 
 

@@ -131,10 +131,28 @@ class JobInfo:
                 del self.index[cur.status]
 
     def update_task_status(self, t: TaskInfo, status: int) -> None:
-        if t.uid in self.tasks:
-            self.delete_task(t)
+        """UpdateTaskStatus (delete + add): only the status index moves, and `allocated` when
+        the task enters or leaves an allocated status; total_request is unchanged."""
+        cur = self.tasks.get(t.uid)
+        if cur is None:
+            t.status = status
+            self.add_task(t)
+            return
+        old = cur.status
+        bucket = self.index.get(old)
+        if bucket is not None:
+            bucket.pop(t.uid, None)
+            if not bucket:
+                del self.index[old]
+        was, now = old & ALLOCATED_STATUS, status & ALLOCATED_STATUS
+        if was and not now:
+            self.allocated.sub(t.resreq)
+        elif now and not was:
+            self.allocated.add(t.resreq)
+        if cur is not t:
+            self.tasks[t.uid] = t
         t.status = status
-        self.add_task(t)
+        self.index.setdefault(status, {})[t.uid] = t
 
     def count(self, mask: int) -> int:
         return sum(len(v) for s, v in self.index.items() if s & mask)

@@ -126,9 +126,12 @@ def _predicate_nominated(ssn, ph, task):
 def prioritize(ssn, task, feasible: np.ndarray):
     """(best node, pipelined?): among nodes where the task fits Idle, else FutureIdle."""
     nodes = ssn.nodes
-    fit_idle = nodes.fits(task, nodes.idle[feasible])
+    fit_idle = None
+    for j, thr in task.fit:
+        c = nodes.idle_t[j][feasible] > thr
+        fit_idle = c if fit_idle is None else (fit_idle & c)
     for group, pipelined in ((feasible[fit_idle], False), (feasible[~fit_idle], True)):
-        if pipelined:
+        if pipelined and len(group):
             group = group[nodes.fits(task, nodes.future_idle(group))]
         if len(group) == 0:
             continue
