@@ -67,3 +67,24 @@ def test_cli_table_at_tiny_scale(capsys):
     assert "churn: 1 x pod-high-priority-large-cpu interleaved, 0 bound" in out[2]
     assert out[3].startswith("SchedulingBasic/5000Nodes_10000Pods") and "680" in out[3]
     assert out[4].startswith("total ")
+
+
+def test_batch_session_benchmark_keeps_gangs_whole():
+    """benchmarks/batch_session.py at a tiny scale: 20 nodes x 8 GPUs = 160 GPUs for 8 gangs of
+    25 one-GPU pods (200 wanted): whole gangs only. Enqueue admits 7 (overcommit 1.2 x 160 =
+    192 GPUs), 4 of them in `production` (weight 1), whose deserved share (60 GPUs) holds 2;
+    `research` binds its 3: 5 gangs."""
+    import yaml
+    from collections import Counter
+
+    from benchmarks import batch_session as bs
+    from caldera.batch.actions import ACTIONS
+    from caldera.batch.conf import parse_volcano_conf
+    from caldera.batch.plugins import PLUGINS
+    from caldera.batch.runner import run_session
+
+    conf = parse_volcano_conf(yaml.safe_load(bs.CONF), "<bench>", ACTIONS, PLUGINS)
+    res = run_session(bs.build(nodes=20, groups=8, size=25), conf)
+    per_gang = Counter(b["pod"].rsplit("-worker-", 1)[0] for b in res.bindings)
+    assert per_gang and set(per_gang.values()) == {25}
+    assert len(per_gang) == 5

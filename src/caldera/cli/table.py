@@ -54,7 +54,7 @@ def _explain_table(con: Console, pod: str, ex: dict) -> None:
         for k in row:
             if k != "total" and k not in plugins:
                 plugins.append(k)
-    t = Table(title=f"Explain {pod}", caption="scores are 0-100 per plugin; total is the weighted sum"
+    t = Table(title=f"Explain {pod}", caption="per-plugin scores; total is the weighted sum the scheduler ranks by"
               if plugins else None)
     t.add_column("Node", style="bold")
     for p in plugins:
