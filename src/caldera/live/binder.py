@@ -1,0 +1,100 @@
+"""Asynchronous binding through the `pods/binding` subresource, with bounded concurrency.
+
+The scheduling loop assumes a pod on its node at once (the engine adds it to the NodeTable) and
+hands the bind here; the loop goes on with the next pod. A bind that fails is undone: the pod
+is forgotten (taken off the node) and queued again — unless the API says it is already bound
+(409 with the pod now on a node: someone bound it, nothing to redo) or gone (404). A pod is
+never bound twice: a key with a bind in flight is refused, and a pod the API reports bound is
+not queued again.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from .status import pod_path
+
+
+class Binder:
+    def __init__(self, api, cache, *, workers: int = 16, on_bound: Callable | None = None,
+                 on_failed: Callable | None = None, requeue: Callable | None = None):
+        self.api = api
+        self.cache = cache
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="caldera-bind")
+        self.in_flight: set[str] = set()
+        self.lock = threading.Lock()
+        self.on_bound = on_bound or (lambda pod, node: None)
+        self.on_failed = on_failed or (lambda pod, node, err: None)
+        self.requeue = requeue or (lambda pod: None)
+        self.bound = 0
+        self.failed = 0
+        self.idle = threading.Condition(self.lock)
+
+    def submit(self, pod, node: str) -> bool:
+        """Start binding `pod` to `node`; False if a bind for it is already in flight."""
+        with self.lock:
+            if pod.key in self.in_flight:
+                return False
+            self.in_flight.add(pod.key)
+        self.cache.assume(pod, node)
+        self.pool.submit(self._bind, pod, node)
+        return True
+
+    def _bind(self, pod, node: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": pod.name, "namespace": pod.namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        from .client import ApiError
+        try:
+            self.api.request("POST", pod_path(pod, "binding"), body)
+        except ApiError as e:
+            self._failed(pod, node, e)
+        except Exception as e:  # connection dropped mid-request: the outcome is unknown
+            self._failed(pod, node, e)
+        else:
+            with self.lock:
+                self.bound += 1
+            self.on_bound(pod, node)
+        finally:
+            with self.lock:
+                self.in_flight.discard(pod.key)
+                if not self.in_flight:
+                    self.idle.notify_all()
+
+    def _failed(self, pod, node: str, err) -> None:
+        from .client import ApiError
+        status = getattr(err, "status", None)
+        if status != 404:
+            # whatever the error, the API is the truth: a pod that is in fact bound (our own
+            # earlier attempt went through before the connection dropped, or another binder)
+            # must not be bound again
+            try:
+                _, current = self.api.request("GET", pod_path(pod))
+                bound_to = (current.get("spec") or {}).get("nodeName")
+            except ApiError as e:
+                bound_to = None
+                status = e.status if e.status == 404 else status
+            except Exception:
+                bound_to = None
+            if bound_to:
+                with self.lock:
+                    self.bound += bound_to == node
+                if bound_to == node:
+                    self.on_bound(pod, node)
+                return
+        with self.lock:
+            self.failed += 1
+        self.cache.forget(pod)
+        self.on_failed(pod, node, err)
+        if status != 404:
+            self.requeue(pod)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no bind is in flight (graceful shutdown)."""
+        with self.lock:
+            return self.idle.wait_for(lambda: not self.in_flight, timeout)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        self.wait_idle(timeout)
+        self.pool.shutdown(wait=True, cancel_futures=False)

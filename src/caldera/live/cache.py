@@ -1,0 +1,257 @@
+"""The live scheduler's view of the cluster, kept in step with the informers' events.
+
+Informer threads call the on_* handlers; the scheduling loop reads under the same lock. Nodes
+and assigned pods go into the engine's columnar NodeTable incrementally (add/update/remove a
+node row, add/remove a pod), never rebuilt per pod; unassigned pods of our scheduler names go to
+the SchedulingQueue, and cluster events move the unschedulable pods they may help, as kube's
+event handlers do. Pods the scheduler has bound but the watch has not yet shown bound are
+*assumed*: they stay in the table and out of the queue until the API confirms or the bind fails.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+from ..api.objects import Node, Pod, PriorityClass
+from ..errors import InputError
+from ..framework.queue.events import pod_update_events
+from ..state.nodetable import NodeTable
+
+
+def node_update_events(old: Node, new: Node) -> list[str]:
+    """kube's nodeSchedulingPropertiesChange: the Node/UpdateXxx events an update amounts to."""
+    ev = []
+    if old.unschedulable != new.unschedulable:
+        ev.append("Node/UpdateNodeTaint")   # kube folds spec.unschedulable into the taint event
+    if old.allocatable != new.allocatable:
+        ev.append("Node/UpdateNodeAllocatable")
+    if old.labels != new.labels:
+        ev.append("Node/UpdateNodeLabel")
+    if old.taints != new.taints and "Node/UpdateNodeTaint" not in ev:
+        ev.append("Node/UpdateNodeTaint")
+    oc = (old.raw.get("status") or {}).get("conditions")
+    nc = (new.raw.get("status") or {}).get("conditions")
+    if _conditions(oc) != _conditions(nc):
+        ev.append("Node/UpdateNodeCondition")
+    if (old.raw.get("metadata") or {}).get("annotations") != (new.raw.get("metadata") or {}).get("annotations"):
+        ev.append("Node/UpdateNodeAnnotation")
+    return ev
+
+
+def _conditions(conds) -> list:
+    return sorted((c.get("type"), c.get("status")) for c in conds or [] if isinstance(c, dict))
+
+
+class ClusterCache:
+    def __init__(self, scheduler_names: Iterable[str], queue=None, on_warning: Callable[[str], None] | None = None):
+        self.lock = threading.RLock()
+        self.table = NodeTable()
+        self.queue = queue
+        self.scheduler_names = set(scheduler_names)
+        self.pods: dict[str, Pod] = {}             # every pod the informer knows, by ns/name
+        self.assumed: dict[str, str] = {}          # pod key -> node it was bound to by us
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.podgroups: dict[str, dict] = {}       # raw PodGroup objects, ns/name
+        self.queues: dict[str, dict] = {}          # raw Queue objects, name
+        self.warn = on_warning or (lambda m: None)
+        self.seq = 0
+        self.changed = threading.Event()           # set on every event (the batch loop waits on it)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def responsible(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.scheduler_names
+
+    def _pod(self, raw: dict) -> Pod | None:
+        self.seq += 1
+        try:
+            pod = Pod(raw, self.seq)
+        except InputError as e:
+            meta = raw.get("metadata") or {}
+            self.warn(f"Pod {meta.get('namespace')}/{meta.get('name')}: {e}; ignored")
+            return None
+        if not pod.explicit_priority and pod.priority_class_name in self.priority_classes:
+            pod.priority = self.priority_classes[pod.priority_class_name].value
+        return pod
+
+    def _pending(self, pod: Pod) -> bool:
+        return not pod.node_name and not pod.finished and not pod.terminating
+
+    def _occupies(self, pod: Pod) -> bool:
+        return bool(pod.node_name) and not pod.finished
+
+    # ---- nodes ----------------------------------------------------------------------------
+    def on_node_add(self, raw: dict) -> None:
+        with self.lock:
+            try:
+                node = Node(raw)
+            except InputError as e:
+                self.warn(f"Node {(raw.get('metadata') or {}).get('name')}: {e}; ignored")
+                return
+            if node.name in self.table.index:
+                return self.on_node_update(None, raw)
+            self.table.add_node(node)
+            for p in self.pods.values():          # pods the watch delivered before their node
+                if p.node_name == node.name and self._occupies(p) and self.table.node_of(p.key) is None:
+                    self.table.add_pod(p, self.table.index[node.name])
+            if self.queue is not None:
+                self.queue.move_all_to_active_or_backoff("Node/Add", None, node)
+            self.changed.set()
+
+    def on_node_update(self, old_raw, raw: dict) -> None:
+        with self.lock:
+            try:
+                node = Node(raw)
+            except InputError as e:
+                self.warn(f"Node {(raw.get('metadata') or {}).get('name')}: {e}; ignored")
+                return
+            i = self.table.index.get(node.name)
+            if i is None:
+                return self.on_node_add(raw)
+            old = self.table.nodes[i]
+            self.table.update_node(node)
+            if self.queue is not None:
+                for ev in node_update_events(old, node):
+                    self.queue.move_all_to_active_or_backoff(ev, old, node)
+            self.changed.set()
+
+    def on_node_delete(self, raw: dict) -> None:
+        with self.lock:
+            name = (raw.get("metadata") or {}).get("name")
+            if name in self.table.index:
+                self.table.remove_node(name)
+            self.changed.set()
+
+    # ---- pods -----------------------------------------------------------------------------
+    def on_pod_add(self, raw: dict) -> None:
+        with self.lock:
+            pod = self._pod(raw)
+            if pod is None:
+                return
+            prev = self.pods.get(pod.key)
+            if prev is not None:
+                return self._pod_update(prev, pod)
+            self.pods[pod.key] = pod
+            self._place(None, pod)
+            self.changed.set()
+
+    def on_pod_update(self, old_raw, raw: dict) -> None:
+        with self.lock:
+            pod = self._pod(raw)
+            if pod is None:
+                return
+            prev = self.pods.get(pod.key)
+            self.pods[pod.key] = pod
+            if prev is None:
+                self._place(None, pod)
+            else:
+                self._pod_update(prev, pod)
+            self.changed.set()
+
+    def on_pod_delete(self, raw: dict) -> None:
+        with self.lock:
+            meta = raw.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            prev = self.pods.pop(key, None)
+            self.assumed.pop(key, None)
+            if self.table.node_of(key) is not None:
+                gone = self.table.remove_pod(key)
+                if self.queue is not None:
+                    self.queue.assigned_pod_deleted(gone)
+            elif prev is not None and self.queue is not None:
+                self.queue.delete(prev)
+            self.changed.set()
+
+    def _pod_update(self, prev: Pod, pod: Pod) -> None:
+        self.pods[pod.key] = pod
+        in_table = self.table.node_of(pod.key) is not None
+        if pod.node_name:
+            if pod.key in self.assumed:
+                if self.assumed.pop(pod.key) != pod.node_name:
+                    self.warn(f"Pod {pod.key}: bound to {pod.node_name}, not where Caldera bound it")
+            if self.queue is not None and self.queue.where(pod.key) is not None:
+                self.queue.delete(prev)
+            if in_table and not self._occupies(pod):
+                gone = self.table.remove_pod(pod.key)
+                if self.queue is not None:
+                    self.queue.assigned_pod_deleted(gone)
+            elif in_table:
+                i = self.table.node_of(pod.key)
+                self.table.remove_pod(pod.key)
+                j = self.table.index.get(pod.node_name, i)
+                self.table.add_pod(pod, j)
+                if self.queue is not None:
+                    self.queue.assigned_pod_updated(prev, pod)
+            elif self._occupies(pod):
+                self._place(prev, pod)
+            return
+        if pod.key in self.assumed:
+            return                                  # our bind is in flight: the watch lags
+        if self.queue is None or not self.responsible(pod):
+            return
+        if self._pending(pod):
+            if self.queue.where(pod.key) is None:
+                self.queue.add(pod)
+            else:
+                self.queue.update(prev, pod)
+        else:
+            self.queue.delete(prev)
+
+    def _place(self, prev: Pod | None, pod: Pod) -> None:
+        if self._occupies(pod):
+            i = self.table.index.get(pod.node_name)
+            if i is not None and self.table.node_of(pod.key) is None:
+                self.table.add_pod(pod, i)
+                if self.queue is not None:
+                    self.queue.assigned_pod_added(pod)
+        elif self.queue is not None and self.responsible(pod) and self._pending(pod) \
+                and pod.key not in self.assumed:
+            self.queue.add(pod)
+
+    # ---- assume / forget (the scheduling loop and the binder) ------------------------------
+    def assume(self, pod: Pod, node: str) -> None:
+        """The engine put `pod` on `node` in the table; remember it until the watch confirms."""
+        with self.lock:
+            self.assumed[pod.key] = node
+
+    def forget(self, pod: Pod) -> None:
+        """A bind failed: take the pod off its node again."""
+        with self.lock:
+            self.assumed.pop(pod.key, None)
+            if self.table.node_of(pod.key) is not None:
+                self.table.remove_pod(pod.key)
+            pod.node_name = ""
+            if self.queue is not None:
+                self.queue.move_all_to_active_or_backoff("Pod/Delete", pod, None)
+            self.changed.set()
+
+    # ---- other kinds ----------------------------------------------------------------------
+    def on_priority_class(self, raw: dict, deleted: bool = False) -> None:
+        with self.lock:
+            try:
+                pc = PriorityClass(raw)
+            except InputError as e:
+                self.warn(f"PriorityClass: {e}; ignored")
+                return
+            if deleted:
+                self.priority_classes.pop(pc.name, None)
+            else:
+                self.priority_classes[pc.name] = pc
+
+    def on_podgroup(self, raw: dict, deleted: bool = False) -> None:
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        with self.lock:
+            if deleted:
+                self.podgroups.pop(key, None)
+            else:
+                self.podgroups[key] = raw
+            self.changed.set()
+
+    def on_queue(self, raw: dict, deleted: bool = False) -> None:
+        name = (raw.get("metadata") or {}).get("name")
+        with self.lock:
+            if deleted:
+                self.queues.pop(name, None)
+            else:
+                self.queues[name] = raw
+            self.changed.set()

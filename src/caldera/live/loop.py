@@ -1,0 +1,247 @@
+"""The live scheduling loops.
+
+KubeLoop: kube-scheduler's scheduleOne over the informer-fed cache — pop a pod from the
+scheduling queue, run the profile (filters, scores, preemption) under the cache lock, assume it
+and hand the bind to the async Binder; on failure, back to the queue's unschedulable pool with
+PodScheduled=False and a FailedScheduling event.
+
+BatchLoop: Volcano's runOnce every schedule period — a session over a snapshot of the cache;
+committed allocations (whole gangs only) are bound, victims deleted, PodGroup phases written.
+Both act only while `can_act()` (the leader, or no leader election) and stop taking work on
+`stop()`.
+"""
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from ..engine.scheduler import Scheduler
+from ..framework.queue import SchedulingQueue, hints_from_plugins
+from ..framework.status import Code, Status
+
+
+class _Profiler:
+    """/debug/profile: cProfile of the scheduling loop thread for N seconds."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pending: list[tuple[float, Future]] = []
+        self.active: tuple[cProfile.Profile, float, Future] | None = None
+
+    def request(self, seconds: float) -> str:
+        fut: Future = Future()
+        with self.lock:
+            self.pending.append((seconds, fut))
+        return fut.result(timeout=seconds + 30)
+
+    def tick(self) -> None:
+        """Called by the loop thread between cycles: start or finish a profile."""
+        if self.active is None and not self.pending:
+            return
+        with self.lock:
+            if self.active is None and self.pending:
+                seconds, fut = self.pending.pop(0)
+                prof = cProfile.Profile()
+                prof.enable()
+                self.active = (prof, time.monotonic() + seconds, fut)
+                return
+        if self.active is not None and time.monotonic() >= self.active[1]:
+            prof, _, fut = self.active
+            prof.disable()
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(60)
+            self.active = None
+            fut.set_result(out.getvalue())
+
+
+class KubeLoop:
+    def __init__(self, config, cache, api, binder_factory, status, *, metrics=None, seed: int = 0,
+                 can_act=lambda: True, registry=None):
+        self.cache = cache
+        self.status = status
+        self.metrics = metrics
+        self.can_act = can_act
+        self.stopping = threading.Event()
+        self.profiler = _Profiler()
+        self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
+        self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
+        self.scheduler.on_evict = self._evicted
+        fw0 = self.scheduler.default_framework
+        sort_plugin = fw0.points["queueSort"][0]
+        self.queue = SchedulingQueue(fw0.less, clock=time.monotonic,
+                                     pre_enqueue=lambda p: self.scheduler.framework_for(p).run_pre_enqueue(p),
+                                     sort_key=getattr(sort_plugin, "sort_key", None),
+                                     hints=hints_from_plugins(fw0.instances.values()))
+        cache.queue = self.queue
+        self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
+        self._current = None
+        self.cycles = 0
+
+    # ---- engine callbacks ---------------------------------------------------------------
+    def _bind(self, pod, node: str) -> Status:
+        if not self.binder.submit(pod, node):
+            return Status.error(f"a binding for pod {pod.key} is already in flight")
+        return Status()
+
+    def _bound(self, pod, node: str) -> None:
+        self.writer.submit(self._safe, self.status.scheduled, pod, node)
+
+    def _evicted(self, victim, reason: str) -> None:
+        pre = self._current
+        node = victim.node_name
+        self.writer.submit(self._safe, self.status.preempt, victim, pre, node)
+
+    def _requeue(self, pod) -> None:
+        with self.cache.lock:
+            cur = self.cache.pods.get(pod.key)
+            if cur is not None and not cur.node_name and self.queue.where(pod.key) is None:
+                self.queue.add(cur)
+
+    def _safe(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # a status write failing must not stop scheduling
+            self.cache.warn(f"{getattr(fn, '__name__', 'status')}: {e}")
+
+    # ---- the loop -----------------------------------------------------------------------
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            self.profiler.tick()
+            if not self.can_act():
+                time.sleep(0.1)
+                continue
+            with self.cache.lock:
+                self.queue.flush_backoff_completed()
+                self.queue.flush_unschedulable_leftover()
+                qpi = self.queue.pop()
+                if self.metrics is not None:
+                    self.metrics.pending(self.queue.counts())
+            if qpi is None:
+                self.cache.changed.wait(0.05)
+                self.cache.changed.clear()
+                continue
+            self.schedule(qpi)
+
+    def schedule(self, qpi) -> None:
+        pod = qpi.pod
+        t0 = time.perf_counter()
+        with self.cache.lock:
+            if pod.key not in self.cache.pods or self.cache.pods[pod.key].node_name:
+                self.queue.done(pod.key)
+                return
+            self._current = pod
+            att = self.scheduler.schedule_one(pod)
+            self._current = None
+            self.cycles += 1
+            if att.scheduled:
+                self.queue.done(pod.key)
+                result = "scheduled"
+            else:
+                qpi.unschedulable_plugins = set(att.unschedulable_plugins)
+                self.queue.add_unschedulable_if_not_present(qpi)      # ends the in-flight state too
+                result = "error" if att.status.code == Code.ERROR else "unschedulable"
+        if self.metrics is not None:
+            self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
+        if not att.scheduled:
+            self.writer.submit(self._safe, self.status.unschedulable, pod, att.message, att.nominated)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking pods, let binds in flight finish, flush status writes."""
+        self.stopping.set()
+        self.binder.shutdown(timeout)
+        self.writer.shutdown(wait=True)
+
+
+class BatchLoop:
+    """Volcano's scheduler loop: every `period` seconds, one session over a snapshot of the cache."""
+
+    def __init__(self, conf, cache, binder_factory, status, *, metrics=None, seed: int = 0,
+                 can_act=lambda: True, period: float = 1.0, scheduler_name: str = "volcano"):
+        self.conf = conf
+        self.cache = cache
+        self.status = status
+        self.metrics = metrics
+        self.can_act = can_act
+        self.period = period
+        self.seed = seed
+        self.scheduler_name = scheduler_name
+        self.stopping = threading.Event()
+        self.profiler = _Profiler()
+        self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
+        self.binder = binder_factory(requeue=lambda pod: self.cache.changed.set(), on_bound=self._bound)
+        self.sessions = 0
+        self._pg_status: dict[str, tuple] = {}
+
+    def _bound(self, pod, node: str) -> None:
+        self.writer.submit(self._safe, self.status.scheduled, pod, node)
+
+    def _safe(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:
+            self.cache.warn(f"{getattr(fn, '__name__', 'status')}: {e}")
+
+    def snapshot(self):
+        """The cache as a Cluster for one session: pods with a bind in flight count as bound."""
+        from ..api.loader import Cluster
+        c = Cluster()
+        with self.cache.lock:
+            c.nodes = list(self.cache.table.nodes)
+            c.priority_classes = dict(self.cache.priority_classes)
+            for p in self.cache.pods.values():
+                if p.key in self.binder.in_flight or p.key in self.cache.assumed:
+                    if not p.node_name:
+                        p.node_name = self.cache.assumed.get(p.key, "")
+                        if p.node_name:
+                            p.phase = p.phase or "Pending"
+                c.pods.append(p)
+            c.other = [("<cluster>", raw) for raw in self.cache.queues.values()] + \
+                      [("<cluster>", raw) for raw in self.cache.podgroups.values()]
+        return c
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            self.profiler.tick()
+            if self.can_act():
+                self.run_once()
+            self.stopping.wait(self.period)
+
+    def run_once(self) -> None:
+        from ..batch.runner import run_session
+        t0 = time.perf_counter()
+        res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name)
+        self.sessions += 1
+        ssn = res.session
+        for t, node in ssn.bound:
+            self.binder.submit(t.pod, node)
+        for t, reason in ssn.evicted:
+            self.writer.submit(self._safe, self.status.preempt, t.pod, t.pod, t.node_name)
+        for u in res.unschedulable:
+            pod = self.cache.pods.get(u["pod"])
+            if pod is not None and pod.key not in self.binder.in_flight:
+                key = ("pod", pod.key, u["message"])
+                if self._pg_status.get(pod.key) != key:
+                    self._pg_status[pod.key] = key
+                    self.writer.submit(self._safe, self.status.unschedulable, pod, u["message"])
+        for uid, job in ssn.jobs.items():
+            pg = job.pg
+            if pg.implicit or pg.key not in self.cache.podgroups:
+                continue
+            st = {"phase": pg.phase, "conditions": pg.conditions,
+                  "running": len(job.index.get(32, ())), "succeeded": len(job.index.get(128, ())),
+                  "failed": len(job.index.get(256, ()))}
+            sig = (pg.phase, repr(pg.conditions), st["running"], st["succeeded"], st["failed"])
+            if self._pg_status.get(pg.key) != sig:
+                self._pg_status[pg.key] = sig
+                self.writer.submit(self._safe, self.status.podgroup_status, pg.namespace, pg.name, st)
+        if self.metrics is not None:
+            self.metrics.session((time.perf_counter() - t0) * 1000.0)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        self.binder.shutdown(timeout)
+        self.writer.shutdown(wait=True)

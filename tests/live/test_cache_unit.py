@@ -1,0 +1,137 @@
+"""ClusterCache: informer events become NodeTable rows/pods and SchedulingQueue entries, with
+assumed pods kept on their node until the watch confirms the bind (no API server needed)."""
+from __future__ import annotations
+
+import time
+
+from caldera.config.defaults import default_config
+from caldera.framework.registry import build_registry
+from caldera.live.cache import ClusterCache, node_update_events
+from caldera.api.objects import Node
+
+
+def node(name, cpu="4", labels=None, taints=None, unschedulable=False):
+    spec = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec,
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+
+
+def pod(name, node_name="", cpu="1", scheduler="caldera", phase="Pending", ns="default"):
+    spec = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x",
+                                                        "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"}, "spec": spec,
+            "status": {"phase": phase}}
+
+
+def make_cache():
+    from caldera.live.loop import KubeLoop
+
+    class FakeBinder:
+        in_flight = set()
+
+        def __init__(self, **kw):
+            self.kw = kw
+
+        def submit(self, pod, node):
+            cache.assume(pod, node)
+            return True
+
+        def shutdown(self, timeout=0):
+            pass
+
+    cfg = default_config(build_registry())
+    cfg.profiles[0].scheduler_name = "caldera"
+    cache = ClusterCache(["caldera"])
+    loop = KubeLoop(cfg, cache, api=None, binder_factory=lambda **kw: FakeBinder(**kw), status=None)
+    return cache, loop
+
+
+def test_nodes_and_assigned_pods_go_into_the_table():
+    cache, _ = make_cache()
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("running", "n1"))
+    t = cache.table
+    assert t.index == {"n1": 0}
+    assert t.node_of("default/running") == 0
+    assert t.req[0, t.res_index["cpu"]] == 1000
+    # a pod delivered before its node lands when the node arrives
+    cache.on_pod_add(pod("early", "n2"))
+    cache.on_node_add(node("n2"))
+    assert t.node_of("default/early") == t.index["n2"]
+    cache.on_pod_delete(pod("running", "n1"))
+    assert t.node_of("default/running") is None and t.req[0, t.res_index["cpu"]] == 0
+
+
+def test_pending_pods_of_our_scheduler_are_queued_others_are_not():
+    cache, loop = make_cache()
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("mine"))
+    cache.on_pod_add(pod("theirs", scheduler="default-scheduler"))
+    assert loop.queue.where("default/mine") == "active"
+    assert loop.queue.where("default/theirs") is None
+
+
+def test_scheduling_assumes_then_the_watch_confirms():
+    cache, loop = make_cache()
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("p"))
+    qpi = loop.queue.pop()
+    loop.schedule(qpi)
+    assert cache.assumed == {"default/p": "n1"}
+    assert cache.table.node_of("default/p") == 0
+    # a stale update (still unbound) does not requeue an assumed pod
+    cache.on_pod_update(None, pod("p"))
+    assert loop.queue.where("default/p") is None
+    # the watch shows it bound: confirmed, still on n1 once
+    cache.on_pod_update(None, pod("p", "n1"))
+    assert cache.assumed == {}
+    assert cache.table.node_of("default/p") == 0
+    assert len(cache.table.pods[0]) == 1
+
+
+def test_forget_takes_the_pod_off_its_node():
+    cache, loop = make_cache()
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("p"))
+    loop.schedule(loop.queue.pop())
+    p = cache.pods["default/p"]
+    cache.forget(p)
+    assert cache.table.node_of("default/p") is None and cache.assumed == {}
+    loop._requeue(p)
+    assert loop.queue.where("default/p") == "active"
+
+
+def test_unschedulable_pod_waits_for_a_node_event():
+    cache, loop = make_cache()
+    cache.on_node_add(node("n1", cpu="1"))
+    cache.on_pod_add(pod("big", cpu="2"))
+
+    class Status:
+        calls = []
+
+        def unschedulable(self, p, msg, nominated=""):
+            self.calls.append((p.key, msg))
+
+    loop.status = Status()
+    loop.schedule(loop.queue.pop())
+    loop.writer.shutdown(wait=True)
+    assert Status.calls == [("default/big", "0/1 nodes are available: 1 Insufficient cpu. "
+                             "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")]
+    assert loop.queue.where("default/big") in ("unschedulable", "backoff")
+    cache.on_node_update(None, node("n1", cpu="4"))      # allocatable grew
+    time.sleep(0.01)
+    assert loop.queue.where("default/big") in ("active", "backoff")
+
+
+def test_node_update_events_name_what_changed():
+    a = Node(node("n", labels={"a": "1"}))
+    b = Node(node("n", labels={"a": "2"}, cpu="8"))
+    assert set(node_update_events(a, b)) == {"Node/UpdateNodeAllocatable", "Node/UpdateNodeLabel"}
+    c = Node(node("n", labels={"a": "1"}, unschedulable=True))
+    assert node_update_events(a, c) == ["Node/UpdateNodeTaint"]
