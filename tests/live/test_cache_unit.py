@@ -135,3 +135,21 @@ def test_node_update_events_name_what_changed():
     assert set(node_update_events(a, b)) == {"Node/UpdateNodeAllocatable", "Node/UpdateNodeLabel"}
     c = Node(node("n", labels={"a": "1"}, unschedulable=True))
     assert node_update_events(a, c) == ["Node/UpdateNodeTaint"]
+
+
+def test_extension_point_and_plugin_metrics_are_recorded():
+    from caldera.live.metrics import SchedulerMetrics
+    from caldera.live.instrument import instrument
+    from prometheus_client import generate_latest
+
+    cache, loop = make_cache()
+    m = SchedulerMetrics(sample_percent=100)
+    for fw in loop.scheduler.frameworks.values():
+        instrument(fw, m)
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("p"))
+    loop.schedule(loop.queue.pop())
+    text = generate_latest(m.registry).decode()
+    assert 'scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",profile="caldera",status="Success"} 1.0' in text
+    assert 'scheduler_plugin_execution_duration_seconds_count{extension_point="Filter",plugin="NodeResourcesFit",status="Success"}' in text
+    assert 'extension_point="Bind"' in text

@@ -59,8 +59,11 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
     t0 = time.perf_counter()
     ssn, warns = open_session(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
     res.warnings += warns
+    ssn.timings = {"open": (time.perf_counter() - t0) * 1000.0}
     for name in conf.actions:
+        ta = time.perf_counter()
         ACTIONS[name](ssn)
+        ssn.timings[name] = (time.perf_counter() - ta) * 1000.0
     close_session(ssn)
     ssn.elapsed = time.perf_counter() - t0
     res.bindings = [{"pod": t.key, "node": node} for t, node in ssn.bound]

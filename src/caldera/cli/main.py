@@ -28,12 +28,15 @@ def cli():
 
     \b
     caldera schedule   one scheduling pass over manifests (bindings, reasons, --explain)
+    caldera run        a live scheduler in a cluster (leader election, metrics, health)
     """
 
 
+from .run import run  # noqa: E402
 from .schedule import schedule  # noqa: E402
 
 cli.add_command(schedule)
+cli.add_command(run)
 
 
 def main(argv=None):

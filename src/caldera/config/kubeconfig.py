@@ -111,8 +111,9 @@ def decode_kube_config(doc: dict, path: str, registry) -> SchedulerConfig:
         raise c.err("podMaxBackoffSeconds", f"{mx} is less than podInitialBackoffSeconds ({init})",
                     "make it greater than or equal to podInitialBackoffSeconds")
     cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds = float(init), float(mx)
-    for k in ("leaderElection", "clientConnection"):
-        c.mapping(doc.get(k), k, "accepted and ignored by caldera")
+    cfg.leader_election = dict(c.mapping(doc.get("leaderElection"), "leaderElection",
+                                         "a LeaderElectionConfiguration") or {})
+    c.mapping(doc.get("clientConnection"), "clientConnection", "accepted and ignored by caldera")
     for k in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if doc.get(k) is not None and not isinstance(doc[k], bool):
             raise c.err(k, f"expected true or false, got {_show(doc[k])}", f"set {k} to true or false")

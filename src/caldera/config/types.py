@@ -27,6 +27,7 @@ class SchedulerConfig:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     source: str = "<default>"
+    leader_election: dict = field(default_factory=dict)   # raw leaderElection (used by `caldera run`)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

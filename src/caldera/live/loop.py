@@ -19,6 +19,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..batch.info import FAILED, RUNNING, SUCCEEDED
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins
 from ..framework.status import Code, Status
@@ -70,6 +71,10 @@ class KubeLoop:
         self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
         self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
         self.scheduler.on_evict = self._evicted
+        if metrics is not None:
+            from .instrument import instrument
+            for fw in self.scheduler.frameworks.values():
+                instrument(fw, metrics)
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]
         self.queue = SchedulingQueue(fw0.less, clock=time.monotonic,
@@ -232,14 +237,27 @@ class BatchLoop:
             if pg.implicit or pg.key not in self.cache.podgroups:
                 continue
             st = {"phase": pg.phase, "conditions": pg.conditions,
-                  "running": len(job.index.get(32, ())), "succeeded": len(job.index.get(128, ())),
-                  "failed": len(job.index.get(256, ()))}
+                  "running": len(job.index.get(RUNNING, ())), "succeeded": len(job.index.get(SUCCEEDED, ())),
+                  "failed": len(job.index.get(FAILED, ()))}
             sig = (pg.phase, repr(pg.conditions), st["running"], st["succeeded"], st["failed"])
             if self._pg_status.get(pg.key) != sig:
                 self._pg_status[pg.key] = sig
                 self.writer.submit(self._safe, self.status.podgroup_status, pg.namespace, pg.name, st)
-        if self.metrics is not None:
-            self.metrics.session((time.perf_counter() - t0) * 1000.0)
+        m = self.metrics
+        if m is not None:
+            m.session((time.perf_counter() - t0) * 1000.0)
+            for name, ms in ssn.timings.items():
+                if name == "open":
+                    m.open_session(ms)
+                else:
+                    m.action(name, ms)
+            if ssn.bound:
+                m.volcano_attempt("Success", len(ssn.bound))
+            if res.unschedulable:
+                m.volcano_attempt("Failure", len(res.unschedulable))
+            if ssn.evicted:
+                m.volcano_preemption(len(ssn.evicted))
+            m.unschedule_jobs(len(ssn.unschedulable_jobs))
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()

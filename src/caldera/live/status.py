@@ -78,7 +78,8 @@ class StatusWriter:
 
     # ---- PodGroups ------------------------------------------------------------------------
     def podgroup_status(self, namespace: str, name: str, status: dict) -> None:
-        self.api.request("PATCH", f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}/status",
+        # Volcano's PodGroup CRD has no status subresource: status is patched on the object itself
+        self.api.request("PATCH", f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}",
                          {"status": status}, content_type=MERGE)
 
 

@@ -1,0 +1,76 @@
+"""`caldera run`: a live scheduler in a real cluster."""
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+import click
+
+from ..config.loader import load_config
+from ..framework.registry import build_registry
+
+
+def _seconds(ctx, param, value):
+    if value is None:
+        return None
+    from ..live.app import parse_duration
+    return parse_duration(value, f"--{param.name.replace('_', '-')}")
+
+
+@click.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="Kubeconfig file; default: in-cluster service account, else $KUBECONFIG or ~/.kube/config.")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), required=True,
+              help="A KubeSchedulerConfiguration (its profiles' schedulerNames are Caldera's) or a "
+                   "volcano-scheduler.conf (batch sessions every --schedule-period).")
+@click.option("--leader-elect/--no-leader-elect", default=None,
+              help="Lease-based leader election (default: the config's leaderElection.leaderElect, true).")
+@click.option("--leader-elect-lease-duration", "lease_duration", callback=_seconds, default=None, help="e.g. 15s")
+@click.option("--leader-elect-renew-deadline", "renew_deadline", callback=_seconds, default=None, help="e.g. 10s")
+@click.option("--leader-elect-retry-period", "retry_period", callback=_seconds, default=None, help="e.g. 2s")
+@click.option("--leader-elect-resource-namespace", "lease_namespace", default=None)
+@click.option("--leader-elect-resource-name", "lease_name", default=None)
+@click.option("--metrics-addr", default="127.0.0.1:10259", show_default=True,
+              help="Address for /metrics, /healthz, /readyz and /debug/profile (loopback unless told).")
+@click.option("--bind-workers", type=click.IntRange(1, 256), default=16, show_default=True,
+              help="Bindings in flight at most.")
+@click.option("--scheduler-name", default=None, help="Volcano configs: the pods' schedulerName (default volcano).")
+@click.option("--schedule-period", callback=_seconds, default="1s", show_default=True,
+              help="Volcano configs: time between sessions.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_deadline, retry_period,
+        lease_namespace, lease_name, metrics_addr, bind_workers, scheduler_name, schedule_period, seed, verbose):
+    """Run Caldera as a live scheduler until SIGTERM/SIGINT."""
+    from ..live.app import LiveScheduler, RunOptions
+    from ..live.client import connect
+
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    registry = build_registry()
+    config = load_config(config_path, registry)
+    opts = RunOptions(leader_elect=leader_elect, lease_duration=lease_duration, renew_deadline=renew_deadline,
+                      retry_period=retry_period, lease_namespace=lease_namespace, lease_name=lease_name,
+                      metrics_addr=metrics_addr, bind_workers=bind_workers, seed=seed,
+                      scheduler_name=scheduler_name, schedule_period=schedule_period or 1.0)
+    from ..live.app import leader_config
+    leader_config(config, opts)                 # invalid durations fail before connecting
+    api = connect(kubeconfig, context)
+    api.check()                                 # an unreachable API server is a one-line error
+    app = LiveScheduler(api, config, opts, registry)
+    done = threading.Event()
+
+    def on_signal(signum, frame):
+        logging.getLogger("caldera.run").info("signal %s: shutting down", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    app.start()
+    click.echo(f"caldera: scheduling {', '.join(app.names)}; endpoints on {app.server.url}", err=True)
+    while not done.wait(0.5):
+        pass
+    app.stop()

@@ -1,0 +1,173 @@
+"""A live scheduler assembled: API client, informers -> cache, scheduling loop (kube profile or
+Volcano session), async binder, status writer, leader election, metrics/health server, and a
+graceful stop. `caldera run` builds one; tests build them in-process too."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+
+from ..batch.conf import VolcanoConf
+from ..errors import ConfigError
+from .binder import Binder
+from .cache import ClusterCache
+from .informer import Informer, wait_for_sync
+from .leader import LeaderElectionConfig, LeaderElector
+from .loop import BatchLoop, KubeLoop
+from .metrics import SchedulerMetrics
+from .server import MetricsServer
+from .status import StatusWriter
+
+log = logging.getLogger("caldera.run")
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
+
+
+def parse_duration(v, where: str) -> float:
+    """A Go duration ("15s", "1m30s", "500ms") or a number of seconds."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    m = _DURATION.match(str(v).strip()) if v is not None else None
+    if not m or not any(m.groups()):
+        raise ConfigError(f"{where}: {v!r} is not a duration; write e.g. 15s, 1m30s or 500ms")
+    h, mi, s, ms = (float(x) if x else 0.0 for x in m.groups())
+    return h * 3600 + mi * 60 + s + ms / 1000
+
+
+@dataclass
+class RunOptions:
+    leader_elect: bool | None = None          # None: the config's leaderElection.leaderElect (default true, as kube)
+    lease_duration: float | None = None
+    renew_deadline: float | None = None
+    retry_period: float | None = None
+    lease_namespace: str | None = None
+    lease_name: str | None = None
+    metrics_addr: str = "127.0.0.1:10259"
+    bind_workers: int = 16
+    seed: int = 0
+    scheduler_name: str | None = None         # Volcano: the pods' schedulerName (default "volcano")
+    schedule_period: float = 1.0              # Volcano: seconds between sessions
+    identity: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def leader_config(config, opts: RunOptions) -> tuple[bool, LeaderElectionConfig]:
+    raw = getattr(config, "leader_election", {}) or {}
+    where = f"{getattr(config, 'source', 'config')}: leaderElection"
+    enabled = opts.leader_elect if opts.leader_elect is not None else bool(raw.get("leaderElect", True))
+    lec = LeaderElectionConfig(name="caldera-scheduler")   # kube's default name would fight kube-scheduler
+    if "leaseDuration" in raw:
+        lec.lease_duration = parse_duration(raw["leaseDuration"], f"{where}.leaseDuration")
+    if "renewDeadline" in raw:
+        lec.renew_deadline = parse_duration(raw["renewDeadline"], f"{where}.renewDeadline")
+    if "retryPeriod" in raw:
+        lec.retry_period = parse_duration(raw["retryPeriod"], f"{where}.retryPeriod")
+    lec.namespace = str(raw.get("resourceNamespace") or lec.namespace)
+    lec.name = str(raw.get("resourceName") or lec.name)
+    for attr, v in (("lease_duration", opts.lease_duration), ("renew_deadline", opts.renew_deadline),
+                    ("retry_period", opts.retry_period), ("namespace", opts.lease_namespace),
+                    ("name", opts.lease_name), ("identity", opts.identity)):
+        if v is not None:
+            setattr(lec, attr, v)
+    if enabled:
+        lec.validate()
+    return enabled, lec
+
+
+class LiveScheduler:
+    def __init__(self, api, config, opts: RunOptions | None = None, registry=None):
+        self.api = api
+        self.config = config
+        self.opts = opts or RunOptions()
+        self.metrics = SchedulerMetrics()
+        self.batch = isinstance(config, VolcanoConf)
+        if self.batch:
+            self.names = [self.opts.scheduler_name or "volcano"]
+        else:
+            self.names = [p.scheduler_name for p in config.profiles]
+        self.cache = ClusterCache(self.names, on_warning=lambda m: log.warning(m))
+        self.status = StatusWriter(api, self.names[0])
+        self.elect, self.lec = leader_config(config, self.opts)
+        self.elector: LeaderElector | None = None
+        self.lost_leadership = threading.Event()
+
+        def binder_factory(**kw):
+            return Binder(api, self.cache, workers=self.opts.bind_workers, **kw)
+
+        can_act = self._can_act
+        if self.batch:
+            self.loop = BatchLoop(config, self.cache, binder_factory, self.status, metrics=self.metrics,
+                                  seed=self.opts.seed, can_act=can_act, period=self.opts.schedule_period,
+                                  scheduler_name=self.names[0])
+        else:
+            self.loop = KubeLoop(config, self.cache, api, binder_factory, self.status, metrics=self.metrics,
+                                 seed=self.opts.seed, can_act=can_act, registry=registry)
+        c = self.cache
+        self.informers = [
+            Informer(api, "nodes", on_add=c.on_node_add, on_update=c.on_node_update, on_delete=c.on_node_delete),
+            Informer(api, "priorityclasses", on_add=c.on_priority_class,
+                     on_update=lambda o, n: c.on_priority_class(n),
+                     on_delete=lambda o: c.on_priority_class(o, deleted=True)),
+            Informer(api, "pods", on_add=c.on_pod_add, on_update=c.on_pod_update, on_delete=c.on_pod_delete),
+        ]
+        if self.batch:
+            self.informers += [
+                Informer(api, "podgroups", on_add=c.on_podgroup, on_update=lambda o, n: c.on_podgroup(n),
+                         on_delete=lambda o: c.on_podgroup(o, deleted=True)),
+                Informer(api, "queues", on_add=c.on_queue, on_update=lambda o, n: c.on_queue(n),
+                         on_delete=lambda o: c.on_queue(o, deleted=True)),
+            ]
+        self.server = MetricsServer(self.opts.metrics_addr, metrics=self.metrics, ready=self.ready,
+                                    profile=self.loop.profiler.request)
+        self.thread: threading.Thread | None = None
+        self.stopped = threading.Event()
+
+    # ---- state ------------------------------------------------------------------------
+    def _can_act(self) -> bool:
+        if not all(i.has_synced() for i in self.informers):
+            return False
+        return self.elector is None or self.elector.is_leader()
+
+    def ready(self) -> tuple[bool, str]:
+        waiting = [i.name for i in self.informers if not i.has_synced()]
+        if waiting:
+            return False, f"informers not synced: {', '.join(waiting)}"
+        return True, "ok"
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self, sync_timeout: float = 60.0) -> "LiveScheduler":
+        self.server.start()
+        for inf in self.informers:
+            inf.start()
+        if not wait_for_sync(self.informers, sync_timeout):
+            waiting = [i.name for i in self.informers if not i.has_synced()]
+            log.warning("informers not synced after %ss: %s", sync_timeout, ", ".join(waiting))
+        if self.elect:
+            self.elector = LeaderElector(self.api, self.lec,
+                                         on_started_leading=lambda: log.info("became leader (%s)", self.lec.identity),
+                                         on_stopped_leading=self._stopped_leading).start()
+        self.thread = threading.Thread(target=self.loop.run, name="caldera-scheduler", daemon=True)
+        self.thread.start()
+        return self
+
+    def _stopped_leading(self) -> None:
+        log.warning("leadership lost: scheduling stopped until the lease is held again")
+        self.lost_leadership.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM: stop taking new pods, finish the binds in flight, release the lease, stop
+        watching, close the endpoints."""
+        if self.stopped.is_set():
+            return
+        self.stopped.set()
+        self.loop.stop(timeout)
+        if self.thread is not None:
+            self.thread.join(timeout)
+        if self.elector is not None:
+            self.elector.stop()
+        for inf in self.informers:
+            inf.stop()
+        self.server.stop()

@@ -1,0 +1,127 @@
+"""A real control plane for the live tests: etcd + kube-apiserver from scripts/control-plane.
+
+`control_plane` (session): builds the binaries once (cached outside the work tree, see
+scripts/control-plane), starts etcd and kube-apiserver on loopback in a temp dir and stops them at
+the end. CALDERA_SKIP_LIVE=1 skips the tests that need it; without that, a build or start failure is
+a test ERROR, never a silent skip. Every test under tests/live carries the `live` marker.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "control-plane"
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.live)
+
+
+def _run(*args, timeout):
+    p = subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(
+            f"scripts/control-plane {' '.join(map(str, args))} failed (exit {p.returncode}):\n"
+            f"{p.stderr[-6000:]}\n{p.stdout[-2000:]}")
+    return p.stdout.strip()
+
+
+def _read_env(path: Path) -> dict[str, str]:
+    env = {}
+    for line in path.read_text().splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            env[k] = v
+    return env
+
+
+@dataclass
+class ControlPlane:
+    dir: Path
+    admin_kubeconfig: str
+    scheduler_kubeconfig: str
+    server: str
+    version: str
+    env: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def ca_file(self) -> str:
+        return str(self.dir / "pki" / "ca.crt")
+
+    @property
+    def admin_token(self) -> str:
+        return self.env["ADMIN_TOKEN"]
+
+    @property
+    def scheduler_token(self) -> str:
+        return self.env["SCHEDULER_TOKEN"]
+
+    def reload_env(self):
+        self.env = _read_env(self.dir / "env")
+
+    def restart_apiserver(self):
+        """Stop kube-apiserver (SIGTERM) and start it again with the same flags and port; returns
+        once /readyz is ok. etcd keeps running, so all objects survive."""
+        _run("restart-apiserver", self.dir, timeout=300)
+        self.reload_env()
+
+    def stop(self):
+        _run("stop", self.dir, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory):
+    if os.environ.get("CALDERA_SKIP_LIVE") == "1":
+        pytest.skip("CALDERA_SKIP_LIVE=1: the live control-plane tests are skipped")
+    # A cache hit takes well under a second; a cold build takes minutes (scripts/test builds first).
+    _run("build", timeout=3600)
+    d = tmp_path_factory.mktemp("control-plane")
+    admin = _run("start", d, timeout=600).splitlines()[-1]
+    stopped = []
+
+    def stop():
+        if not stopped:
+            stopped.append(True)
+            subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+
+    atexit.register(stop)  # also when the session dies between setup and teardown
+    env = _read_env(d / "env")
+    cp = ControlPlane(dir=d, admin_kubeconfig=admin, scheduler_kubeconfig=env["SCHEDULER_KUBECONFIG"],
+                      server=env["SERVER"], version=env["K8S_VERSION"], env=env)
+    try:
+        yield cp
+    finally:
+        stop()
+
+
+@pytest.fixture
+def k8s_admin(control_plane):
+    """A `kubernetes` ApiClient with the admin (system:masters) token."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=control_plane.admin_kubeconfig)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def k8s_scheduler(control_plane):
+    """A `kubernetes` ApiClient with the caldera-scheduler token (not in system:masters)."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=control_plane.scheduler_kubeconfig)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,115 @@
+"""`caldera run` against a real etcd + kube-apiserver: binds, conditions, events, preemption."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from caldera.config.loader import load_config
+from caldera.framework.registry import build_registry
+
+from .kube import (admin_api, create_node, create_pod, delete_nodes, events_for, get_pod, kube_config,
+                   live_scheduler, namespace, tag, wait_until)
+
+
+@pytest.fixture
+def api(control_plane):
+    a = admin_api(control_plane)
+    yield a
+    a.close()
+
+
+def config_file(tmp_path: Path, text: str):
+    p = tmp_path / "config.yaml"
+    p.write_text(text)
+    return load_config(str(p), build_registry())
+
+
+def test_binds_its_pods_and_only_its_pods(api, tmp_path):
+    t = tag()
+    sched = f"caldera-{t}"
+    ns = namespace(api, f"bind-{t}")
+    nodes = [f"bind-{t}-{i}" for i in range(3)]
+    for n in nodes:
+        create_node(api, n, cpu="2")
+    try:
+        with live_scheduler(api, config_file(tmp_path, kube_config(sched))) as app:
+            for i in range(6):
+                create_pod(api, ns, f"p{i}", sched, cpu="500m")
+            create_pod(api, ns, "other", "some-other-scheduler")
+            bound = wait_until(lambda: all((get_pod(api, ns, f"p{i}")["spec"].get("nodeName") or "") in nodes
+                                           for i in range(6)), timeout=30, what="6 pods bound")
+            assert bound
+            assert get_pod(api, ns, "other")["spec"].get("nodeName") is None
+            scheduled = wait_until(lambda: [e for e in events_for(api, ns, "p0") if e["reason"] == "Scheduled"],
+                                   what="a Scheduled event")
+            assert scheduled[0]["note"].startswith(f"Successfully assigned {ns}/p0 to ")
+            assert scheduled[0]["reportingController"] == sched
+            assert app.loop.binder.bound == 6 and app.loop.binder.failed == 0
+    finally:
+        delete_nodes(api, nodes)
+
+
+def test_unschedulable_pod_gets_condition_and_event(api, tmp_path):
+    t = tag()
+    sched = f"caldera-{t}"
+    ns = namespace(api, f"unsched-{t}")
+    nodes = [f"unsched-{t}-0"]
+    create_node(api, nodes[0], cpu="1")
+    try:
+        with live_scheduler(api, config_file(tmp_path, kube_config(sched))):
+            create_pod(api, ns, "huge", sched, cpu="3")
+            cond = wait_until(lambda: [c for c in (get_pod(api, ns, "huge").get("status") or {}).get("conditions", [])
+                                       if c["type"] == "PodScheduled"], what="PodScheduled condition")
+            assert cond[0]["status"] == "False" and cond[0]["reason"] == "Unschedulable"
+            assert "Insufficient cpu" in cond[0]["message"]
+            assert cond[0]["message"].startswith("0/")
+            ev = wait_until(lambda: [e for e in events_for(api, ns, "huge") if e["reason"] == "FailedScheduling"],
+                            what="FailedScheduling event")
+            assert ev[0]["type"] == "Warning" and "Insufficient cpu" in ev[0]["note"]
+            # a bigger node arrives: the pod is retried (Node/Add event) and bound
+            nodes.append(f"unsched-{t}-1")
+            create_node(api, nodes[1], cpu="4")
+            wait_until(lambda: get_pod(api, ns, "huge")["spec"].get("nodeName") == nodes[1], timeout=30,
+                       what="bound after the node was added")
+    finally:
+        delete_nodes(api, nodes)
+
+
+def test_preemption_evicts_lower_priority_and_nominates(api, tmp_path):
+    t = tag()
+    sched = f"caldera-{t}"
+    ns = namespace(api, f"preempt-{t}")
+    for name, value in ((f"low-{t}", 10), (f"high-{t}", 1000)):
+        api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                     "metadata": {"name": name}, "value": value})
+    nodes = [f"preempt-{t}-0"]
+    create_node(api, nodes[0], cpu="2")
+    try:
+        with live_scheduler(api, config_file(tmp_path, kube_config(sched))):
+            create_pod(api, ns, "low", sched, cpu="1500m", priority_class=f"low-{t}")
+            wait_until(lambda: get_pod(api, ns, "low")["spec"].get("nodeName") == nodes[0], what="low bound")
+            create_pod(api, ns, "high", sched, cpu="1500m", priority_class=f"high-{t}")
+            # the victim is deleted (grace period 0), the preemptor nominated, then bound
+            wait_until(lambda: get_pod(api, ns, "low") is None, timeout=30, what="victim deleted")
+            wait_until(lambda: get_pod(api, ns, "high")["spec"].get("nodeName") == nodes[0], timeout=30,
+                       what="preemptor bound")
+            assert any(e["reason"] == "Preempted" for e in events_for(api, ns, "low"))
+    finally:
+        delete_nodes(api, nodes)
+
+
+def test_metrics_health_and_ready_endpoints(api, tmp_path):
+    import urllib.request
+    t = tag()
+    sched = f"caldera-{t}"
+    with live_scheduler(api, config_file(tmp_path, kube_config(sched))) as app:
+        url = app.server.url
+        assert urllib.request.urlopen(url + "/healthz").read() == b"ok"
+        wait_until(lambda: urllib.request.urlopen(url + "/readyz").status == 200, what="ready")
+        text = urllib.request.urlopen(url + "/metrics").read().decode()
+        assert "scheduler_schedule_attempts_total" in text
+        assert "scheduler_pending_pods" in text
+        prof = urllib.request.urlopen(url + "/debug/profile?seconds=1").read().decode()
+        assert "function calls" in prof
