@@ -125,3 +125,15 @@ def k8s_scheduler(control_plane):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def api(control_plane):
+    """caldera.live.client.Api with the admin token (raw-JSON requests)."""
+    from caldera.live.client import Api
+
+    a = Api.from_kubeconfig(control_plane.admin_kubeconfig)
+    try:
+        yield a
+    finally:
+        a.close()

@@ -100,6 +100,15 @@ def kube_config(scheduler_name: str, extra: str = "") -> str:
             f"leaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: {scheduler_name}\n{extra}")
 
 
+def kube_profile(tmp_path, scheduler_name: str, extra: str = ""):
+    """A loaded KubeSchedulerConfiguration with one profile (no leader election)."""
+    from caldera.config.loader import load_config
+    from caldera.framework.registry import build_registry
+    p = tmp_path / "config.yaml"
+    p.write_text(kube_config(scheduler_name, extra))
+    return load_config(str(p), build_registry())
+
+
 @contextmanager
 def live_scheduler(api: Api, config, **opts):
     """A LiveScheduler running in this process (threads) for the duration of the block."""

@@ -16,7 +16,7 @@ from caldera.framework.registry import build_registry
 from caldera.live.client import Api
 
 from .kube import (ROOT, admin_api, apply_manifest, create_node, create_pod, delete_nodes, events_for, get_pod,
-                   install_crds, live_scheduler, namespace, pod_body, tag, wait_until)
+                   install_crds, live_scheduler, namespace, tag, wait_until)
 from .test_run_batch_live import CONF, create_gang
 
 

@@ -2,7 +2,6 @@
 409/500/429, and the leader is killed (two replicas, failover)."""
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -11,28 +10,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
 
-from caldera.config.loader import load_config
-from caldera.framework.registry import build_registry
 from caldera.live.client import Api
 from caldera.live.faultproxy import FaultProxy
 
-from .kube import (admin_api, create_node, create_pod, delete_nodes, get_pod, kube_config, list_pods,
-                   live_scheduler, namespace, tag, wait_until)
-
-
-@pytest.fixture
-def api(control_plane):
-    a = admin_api(control_plane)
-    yield a
-    a.close()
-
-
-def _config(tmp_path: Path, sched: str):
-    p = tmp_path / "config.yaml"
-    p.write_text(kube_config(sched))
-    return load_config(str(p), build_registry())
+from .kube import (create_node, create_pod, delete_nodes, kube_profile, list_pods, live_scheduler,
+                   namespace, tag, wait_until)
 
 
 def _bound(api, ns):
@@ -47,7 +30,7 @@ def test_api_server_restart_mid_run(api, control_plane, tmp_path):
     for n in nodes:
         create_node(api, n, cpu="8")
     try:
-        with live_scheduler(api, _config(tmp_path, sched)) as app:
+        with live_scheduler(api, kube_profile(tmp_path, sched)) as app:
             for i in range(5):
                 create_pod(api, ns, f"before-{i}", sched)
             wait_until(lambda: all(_bound(api, ns).values()), what="first pods bound")
@@ -79,7 +62,7 @@ def test_binds_through_faults_none_lost_none_twice(api, control_plane, tmp_path)
     kc = proxy.write_kubeconfig(str(tmp_path / "proxy.kubeconfig"), control_plane.admin_token)
     sapi = Api.from_kubeconfig(kc)
     try:
-        with live_scheduler(sapi, _config(tmp_path, sched)) as app:
+        with live_scheduler(sapi, kube_profile(tmp_path, sched)) as app:
             for i in range(1000):
                 create_pod(api, ns, f"p{i:04d}", sched, cpu="10m", memory="16Mi")
             wait_until(lambda: sum(1 for v in _bound(api, ns).values() if v) == 1000, timeout=300, interval=1,

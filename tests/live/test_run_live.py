@@ -1,28 +1,8 @@
 """`caldera run` against a real etcd + kube-apiserver: binds, conditions, events, preemption."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from caldera.config.loader import load_config
-from caldera.framework.registry import build_registry
-
-from .kube import (admin_api, create_node, create_pod, delete_nodes, events_for, get_pod, kube_config,
-                   live_scheduler, namespace, tag, wait_until)
-
-
-@pytest.fixture
-def api(control_plane):
-    a = admin_api(control_plane)
-    yield a
-    a.close()
-
-
-def config_file(tmp_path: Path, text: str):
-    p = tmp_path / "config.yaml"
-    p.write_text(text)
-    return load_config(str(p), build_registry())
+from .kube import (create_node, create_pod, delete_nodes, events_for, get_pod, kube_profile, live_scheduler,
+                   namespace, tag, wait_until)
 
 
 def test_binds_its_pods_and_only_its_pods(api, tmp_path):
@@ -33,7 +13,7 @@ def test_binds_its_pods_and_only_its_pods(api, tmp_path):
     for n in nodes:
         create_node(api, n, cpu="2")
     try:
-        with live_scheduler(api, config_file(tmp_path, kube_config(sched))) as app:
+        with live_scheduler(api, kube_profile(tmp_path, sched)) as app:
             for i in range(6):
                 create_pod(api, ns, f"p{i}", sched, cpu="500m")
             create_pod(api, ns, "other", "some-other-scheduler")
@@ -57,7 +37,7 @@ def test_unschedulable_pod_gets_condition_and_event(api, tmp_path):
     nodes = [f"unsched-{t}-0"]
     create_node(api, nodes[0], cpu="1")
     try:
-        with live_scheduler(api, config_file(tmp_path, kube_config(sched))):
+        with live_scheduler(api, kube_profile(tmp_path, sched)):
             create_pod(api, ns, "huge", sched, cpu="3")
             cond = wait_until(lambda: [c for c in (get_pod(api, ns, "huge").get("status") or {}).get("conditions", [])
                                        if c["type"] == "PodScheduled"], what="PodScheduled condition")
@@ -87,7 +67,7 @@ def test_preemption_evicts_lower_priority_and_nominates(api, tmp_path):
     nodes = [f"preempt-{t}-0"]
     create_node(api, nodes[0], cpu="2")
     try:
-        with live_scheduler(api, config_file(tmp_path, kube_config(sched))):
+        with live_scheduler(api, kube_profile(tmp_path, sched)):
             create_pod(api, ns, "low", sched, cpu="1500m", priority_class=f"low-{t}")
             wait_until(lambda: get_pod(api, ns, "low")["spec"].get("nodeName") == nodes[0], what="low bound")
             create_pod(api, ns, "high", sched, cpu="1500m", priority_class=f"high-{t}")
@@ -104,7 +84,7 @@ def test_metrics_health_and_ready_endpoints(api, tmp_path):
     import urllib.request
     t = tag()
     sched = f"caldera-{t}"
-    with live_scheduler(api, config_file(tmp_path, kube_config(sched))) as app:
+    with live_scheduler(api, kube_profile(tmp_path, sched)) as app:
         url = app.server.url
         assert urllib.request.urlopen(url + "/healthz").read() == b"ok"
         wait_until(lambda: urllib.request.urlopen(url + "/readyz").status == 200, what="ready")

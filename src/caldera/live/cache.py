@@ -14,7 +14,6 @@ from typing import Callable, Iterable
 
 from ..api.objects import Node, Pod, PriorityClass
 from ..errors import InputError
-from ..framework.queue.events import pod_update_events
 from ..state.nodetable import NodeTable
 
 
@@ -73,6 +72,13 @@ class ClusterCache:
             pod.priority = self.priority_classes[pod.priority_class_name].value
         return pod
 
+    def _node(self, raw: dict) -> Node | None:
+        try:
+            return Node(raw)
+        except InputError as e:
+            self.warn(f"Node {(raw.get('metadata') or {}).get('name')}: {e}; ignored")
+            return None
+
     def _pending(self, pod: Pod) -> bool:
         return not pod.node_name and not pod.finished and not pod.terminating
 
@@ -82,10 +88,8 @@ class ClusterCache:
     # ---- nodes ----------------------------------------------------------------------------
     def on_node_add(self, raw: dict) -> None:
         with self.lock:
-            try:
-                node = Node(raw)
-            except InputError as e:
-                self.warn(f"Node {(raw.get('metadata') or {}).get('name')}: {e}; ignored")
+            node = self._node(raw)
+            if node is None:
                 return
             if node.name in self.table.index:
                 return self.on_node_update(None, raw)
@@ -99,10 +103,8 @@ class ClusterCache:
 
     def on_node_update(self, old_raw, raw: dict) -> None:
         with self.lock:
-            try:
-                node = Node(raw)
-            except InputError as e:
-                self.warn(f"Node {(raw.get('metadata') or {}).get('name')}: {e}; ignored")
+            node = self._node(raw)
+            if node is None:
                 return
             i = self.table.index.get(node.name)
             if i is None:
