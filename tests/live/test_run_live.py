@@ -68,14 +68,22 @@ def test_preemption_evicts_lower_priority_and_nominates(api, tmp_path):
     create_node(api, nodes[0], cpu="2")
     try:
         with live_scheduler(api, kube_profile(tmp_path, sched)):
-            create_pod(api, ns, "low", sched, cpu="1500m", priority_class=f"low-{t}")
+            # the victim has a grace period: with no kubelet it stays Terminating until we force it
+            create_pod(api, ns, "low", sched, cpu="1500m", priority_class=f"low-{t}", grace=30)
             wait_until(lambda: get_pod(api, ns, "low")["spec"].get("nodeName") == nodes[0], what="low bound")
             create_pod(api, ns, "high", sched, cpu="1500m", priority_class=f"high-{t}")
-            # the victim is deleted (grace period 0), the preemptor nominated, then bound
-            wait_until(lambda: get_pod(api, ns, "low") is None, timeout=30, what="victim deleted")
+            wait_until(lambda: get_pod(api, ns, "low")["metadata"].get("deletionTimestamp"), timeout=30,
+                       what="victim deleted with its grace period")
+            assert get_pod(api, ns, "low")["metadata"].get("deletionGracePeriodSeconds") == 30
+            high = wait_until(lambda: (get_pod(api, ns, "high").get("status") or {}).get("nominatedNodeName"),
+                              timeout=30, what="preemptor nominated")
+            assert high == nodes[0]
+            assert not get_pod(api, ns, "high")["spec"].get("nodeName")     # not bound while the victim terminates
+            assert any(e["reason"] == "Preempted" and e["note"].startswith("Preempted by pod ")
+                       for e in events_for(api, ns, "low"))
+            api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/low", {"gracePeriodSeconds": 0})
             wait_until(lambda: get_pod(api, ns, "high")["spec"].get("nodeName") == nodes[0], timeout=30,
-                       what="preemptor bound")
-            assert any(e["reason"] == "Preempted" for e in events_for(api, ns, "low"))
+                       what="preemptor bound once the victim is gone")
     finally:
         delete_nodes(api, nodes)
 
