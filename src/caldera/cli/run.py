@@ -50,6 +50,8 @@ def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_de
 
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # urllib3 logs each connection retry as a warning; the one-line error says it all
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
     registry = build_registry()
     config = load_config(config_path, registry)
     opts = RunOptions(leader_elect=leader_elect, lease_duration=lease_duration, renew_deadline=renew_deadline,
@@ -58,6 +60,8 @@ def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_de
                       scheduler_name=scheduler_name, schedule_period=schedule_period or 1.0)
     from ..live.app import leader_config
     leader_config(config, opts)                 # invalid durations fail before connecting
+    from ..live.server import parse_addr
+    parse_addr(metrics_addr)
     api = connect(kubeconfig, context)
     api.check()                                 # an unreachable API server is a one-line error
     app = LiveScheduler(api, config, opts, registry)
