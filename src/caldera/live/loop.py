@@ -85,6 +85,7 @@ class KubeLoop:
         self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
         self._current = None
         self.cycles = 0
+        self.pending_writes: dict = {}
 
     # ---- engine callbacks ---------------------------------------------------------------
     def _bind(self, pod, node: str) -> Status:
@@ -133,6 +134,15 @@ class KubeLoop:
 
     def schedule(self, qpi) -> None:
         pod = qpi.pod
+        # the status write of this pod's previous failed attempt lands before the next attempt
+        # (kube writes it synchronously): a late PodScheduled=False / nominatedNodeName must not
+        # overtake a bind
+        prev = self.pending_writes.pop(pod.key, None)
+        if prev is not None:
+            try:
+                prev.result(timeout=30)
+            except Exception:
+                pass
         t0 = time.perf_counter()
         with self.cache.lock:
             if pod.key not in self.cache.pods or self.cache.pods[pod.key].node_name:
@@ -152,7 +162,10 @@ class KubeLoop:
         if self.metrics is not None:
             self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
         if not att.scheduled:
-            self.writer.submit(self._safe, self.status.unschedulable, pod, att.message, att.nominated)
+            self.pending_writes[pod.key] = self.writer.submit(self._safe, self.status.unschedulable, pod,
+                                                              att.message, att.nominated)
+            if len(self.pending_writes) > 4096:       # pods deleted before a retry: drop finished writes
+                self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop taking pods, let binds in flight finish, flush status writes."""
