@@ -12,6 +12,7 @@ Both act only while `can_act()` (the leader, or no leader election) and stop tak
 """
 from __future__ import annotations
 
+import copy
 import cProfile
 import io
 import pstats
@@ -192,7 +193,8 @@ class BatchLoop:
         self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
         self.binder = binder_factory(requeue=lambda pod: self.cache.changed.set(), on_bound=self._bound)
         self.sessions = 0
-        self._pg_status: dict[str, tuple] = {}
+        self._pg_status: dict[str, tuple] = {}     # PodGroup -> last status written
+        self._pod_msgs: dict[str, str] = {}        # pod -> last unschedulable message written
 
     def _bound(self, pod, node: str) -> None:
         self.writer.submit(self._safe, self.status.scheduled, pod, node)
@@ -211,11 +213,10 @@ class BatchLoop:
             c.nodes = list(self.cache.table.nodes)
             c.priority_classes = dict(self.cache.priority_classes)
             for p in self.cache.pods.values():
-                if p.key in self.binder.in_flight or p.key in self.cache.assumed:
-                    if not p.node_name:
-                        p.node_name = self.cache.assumed.get(p.key, "")
-                        if p.node_name:
-                            p.phase = p.phase or "Pending"
+                node = self.cache.assumed.get(p.key)
+                if node and not p.node_name:
+                    p = copy.copy(p)          # a bind in flight counts as bound; the cached pod is left as is
+                    p.node_name = node
                 c.pods.append(p)
             c.other = [("<cluster>", raw) for raw in self.cache.queues.values()] + \
                       [("<cluster>", raw) for raw in self.cache.podgroups.values()]
@@ -241,9 +242,8 @@ class BatchLoop:
         for u in res.unschedulable:
             pod = self.cache.pods.get(u["pod"])
             if pod is not None and pod.key not in self.binder.in_flight:
-                key = ("pod", pod.key, u["message"])
-                if self._pg_status.get(pod.key) != key:
-                    self._pg_status[pod.key] = key
+                if self._pod_msgs.get(pod.key) != u["message"]:
+                    self._pod_msgs[pod.key] = u["message"]
                     self.writer.submit(self._safe, self.status.unschedulable, pod, u["message"])
         for uid, job in ssn.jobs.items():
             pg = job.pg
