@@ -54,14 +54,6 @@ class Recorder:
 
 
 @pytest.fixture
-def api(control_plane):
-    a = connect(control_plane.admin_kubeconfig)
-    a.check()
-    yield a
-    a.close()
-
-
-@pytest.fixture
 def run_id():
     return uuid.uuid4().hex[:8]
 

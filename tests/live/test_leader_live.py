@@ -27,14 +27,6 @@ def wait_until(cond, timeout=30.0, what="condition"):
 
 
 @pytest.fixture
-def api(control_plane):
-    a = connect(control_plane.admin_kubeconfig)
-    a.check()
-    yield a
-    a.close()
-
-
-@pytest.fixture
 def lease_name(api):
     name = f"caldera-test-{uuid.uuid4().hex[:8]}"
     yield name

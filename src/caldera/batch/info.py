@@ -7,7 +7,7 @@ are counts, not scans.
 from __future__ import annotations
 
 from ..api.objects import Pod
-from .objects import PREEMPTABLE_KEY, TASK_PRIORITY_ANNOTATION, TASK_SPEC_KEY, PodGroup, Queue, _bool_str
+from .objects import PREEMPTABLE_KEY, TASK_PRIORITY_ANNOTATION, TASK_SPEC_KEY, PodGroup, Queue, parse_go_bool
 from .resource import Resource
 
 PENDING, ALLOCATED, PIPELINED, BINDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED, UNKNOWN = (
@@ -42,7 +42,7 @@ def pod_preemptable(pod: Pod) -> bool:
     """GetPodPreemptable: the volcano.sh/preemptable annotation, else label; default true."""
     for src in (pod.annotations, pod.labels):
         if PREEMPTABLE_KEY in src:
-            v = _bool_str(src[PREEMPTABLE_KEY])
+            v = parse_go_bool(src[PREEMPTABLE_KEY])
             return bool(v)
     return True
 

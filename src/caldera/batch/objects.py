@@ -36,7 +36,7 @@ def _int(spec: dict, key: str, default: int, where: str = "spec", minimum: int =
     return v
 
 
-def _bool_str(value) -> bool | None:
+def parse_go_bool(value) -> bool | None:
     """strconv.ParseBool's accepted spellings; None when unparseable."""
     s = str(value)
     if s in ("1", "t", "T", "TRUE", "true", "True"):
@@ -87,7 +87,7 @@ class PodGroup:
         """A boolean annotation (checked first) or label, as Volcano reads volcano.sh/preemptable."""
         for src in (self.annotations, self.labels):
             if key in src:
-                return bool(_bool_str(src[key]))
+                return bool(parse_go_bool(src[key]))
         return None
 
     def __repr__(self):

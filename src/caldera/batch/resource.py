@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ..plugins.noderesources.common import is_scalar
+
 MIN_RESOURCE = 0.1
 ZERO, INFINITY = 0, -1
 IGNORED_SCALARS = frozenset({"pods"})
@@ -26,16 +28,11 @@ def volcano_units(name: str, value: int) -> float:
 
 
 def is_scalar_name(name: str) -> bool:
-    """Names Volcano keeps as scalar dimensions: pods, ephemeral-storage, extended resources
-    (domain-prefixed outside kubernetes.io, not requests.*), hugepages-*, attachable-volumes-*,
-    and prefixed native resources (*kubernetes.io/*)."""
+    """The scalar dimensions NewResource keeps: pods, ephemeral-storage and kube's scalar
+    resource names (IsScalarResourceName); quota names (count/*, limits.*) are dropped."""
     if name in ("pods", "ephemeral-storage"):
         return True
-    if name.startswith(("count/", "requests.", "limits.")):
-        return False
-    if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
-        return True
-    return "/" in name
+    return not name.startswith(("count/", "limits.")) and is_scalar(name)
 
 
 def _le(l: float, r: float) -> bool:

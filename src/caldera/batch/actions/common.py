@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..objects import parse_go_bool
 from ..fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
 from ..info import TaskInfo
 
@@ -133,14 +134,8 @@ def action_arg_bool(ssn, action: str, key: str, default: bool) -> bool:
     v = ssn.conf.action_args(action).get(key)
     if isinstance(v, bool):
         return v
-    if v is None:
-        return default
-    s = str(v)
-    if s in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if s in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    return default
+    parsed = None if v is None else parse_go_bool(v)
+    return default if parsed is None else parsed
 
 
 def prepredicate_errors(ssn, err: str) -> FitErrors:

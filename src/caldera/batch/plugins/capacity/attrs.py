@@ -18,10 +18,11 @@ Two ways to build them, as Volcano does:
 """
 from __future__ import annotations
 
+from ....plugins.noderesources.common import is_scalar
 from ...info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo
 from ...objects import Queue
-from ..util import inqueue_resource
 from ...resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
+from ..util import inqueue_resource
 
 ROOT = "root"
 MAX_INT64_F = float(2 ** 63 - 1)
@@ -68,14 +69,6 @@ def _share(l: float, r: float) -> float:
 
 
 # ---- Queue spec -> Resource, as api.NewResource reads a ResourceList ----------------------------
-def is_scalar_resource_name(name: str) -> bool:
-    """v1helper.IsScalarResourceName: extended (domain-qualified, not kubernetes.io),
-    hugepages-*, kubernetes.io/-prefixed or attachable-volumes-* names."""
-    if name.startswith("hugepages-") or name.startswith("attachable-volumes-") or "kubernetes.io/" in name:
-        return True
-    return "/" in name and not name.startswith("requests.")
-
-
 def spec_resource(q: Queue, key: str) -> Resource | None:
     """spec.<key> (or spec.guarantee.resource) as Volcano's NewResource builds it; None when
     the list is unset or empty (Volcano tests `len(...) != 0`)."""
@@ -88,7 +81,7 @@ def spec_resource(q: Queue, key: str) -> Resource | None:
         return None
     out = Resource(src.cpu, src.memory)
     for n, v in src.scalars.items():
-        if n in ("pods", "ephemeral-storage") or is_scalar_resource_name(n):
+        if n in ("pods", "ephemeral-storage") or is_scalar(n):
             out.scalars[n] = v
     return out
 
