@@ -48,7 +48,7 @@ def make_cache():
     cfg = default_config(build_registry())
     cfg.profiles[0].scheduler_name = "caldera"
     cache = ClusterCache(["caldera"])
-    loop = KubeLoop(cfg, cache, api=None, binder_factory=lambda **kw: FakeBinder(**kw), status=None)
+    loop = KubeLoop(cfg, cache, binder_factory=lambda **kw: FakeBinder(**kw), status=None)
     return cache, loop
 
 

@@ -100,7 +100,7 @@ class LiveScheduler:
                                   seed=self.opts.seed, can_act=can_act, period=self.opts.schedule_period,
                                   scheduler_name=self.names[0])
         else:
-            self.loop = KubeLoop(config, self.cache, api, binder_factory, self.status, metrics=self.metrics,
+            self.loop = KubeLoop(config, self.cache, binder_factory, self.status, metrics=self.metrics,
                                  seed=self.opts.seed, can_act=can_act, registry=registry)
         c = self.cache
         self.informers = [

@@ -60,9 +60,10 @@ class _Profiler:
             fut.set_result(out.getvalue())
 
 
-class KubeLoop:
-    def __init__(self, config, cache, api, binder_factory, status, *, metrics=None, seed: int = 0,
-                 can_act=lambda: True, registry=None):
+class _Loop:
+    """What both loops share: the cache, the status writer pool, the profiler, stop()."""
+
+    def __init__(self, cache, status, metrics, can_act):
         self.cache = cache
         self.status = status
         self.metrics = metrics
@@ -70,6 +71,32 @@ class KubeLoop:
         self.stopping = threading.Event()
         self.profiler = _Profiler()
         self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
+        self.binder = None
+
+    def write(self, fn, *args) -> Future:
+        """A status write, off the scheduling thread; its failure is logged, never raised."""
+        return self.writer.submit(self._safe, fn, *args)
+
+    def _safe(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # a status write failing must not stop scheduling
+            self.cache.warn(f"{getattr(fn, '__name__', 'status')}: {e}")
+
+    def _bound(self, pod, node: str) -> None:
+        self.write(self.status.scheduled, pod, node)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking work, let binds in flight finish, flush status writes."""
+        self.stopping.set()
+        self.binder.shutdown(timeout)
+        self.writer.shutdown(wait=True)
+
+
+class KubeLoop(_Loop):
+    def __init__(self, config, cache, binder_factory, status, *, metrics=None, seed: int = 0,
+                 can_act=lambda: True, registry=None):
+        super().__init__(cache, status, metrics, can_act)
         self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
         self.scheduler.on_evict = self._evicted
         if metrics is not None:
@@ -94,25 +121,16 @@ class KubeLoop:
             return Status.error(f"a binding for pod {pod.key} is already in flight")
         return Status()
 
-    def _bound(self, pod, node: str) -> None:
-        self.writer.submit(self._safe, self.status.scheduled, pod, node)
-
     def _evicted(self, victim, reason: str) -> None:
         pre = self._current
         node = victim.node_name
-        self.writer.submit(self._safe, self.status.preempt, victim, pre, node)
+        self.write(self.status.preempt, victim, pre, node)
 
     def _requeue(self, pod) -> None:
         with self.cache.lock:
             cur = self.cache.pods.get(pod.key)
             if cur is not None and not cur.node_name and self.queue.where(pod.key) is None:
                 self.queue.add(cur)
-
-    def _safe(self, fn, *args) -> None:
-        try:
-            fn(*args)
-        except Exception as e:  # a status write failing must not stop scheduling
-            self.cache.warn(f"{getattr(fn, '__name__', 'status')}: {e}")
 
     # ---- the loop -----------------------------------------------------------------------
     def run(self) -> None:
@@ -163,47 +181,25 @@ class KubeLoop:
         if self.metrics is not None:
             self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
         if not att.scheduled:
-            self.pending_writes[pod.key] = self.writer.submit(self._safe, self.status.unschedulable, pod,
-                                                              att.message, att.nominated)
+            self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
             if len(self.pending_writes) > 4096:       # pods deleted before a retry: drop finished writes
                 self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop taking pods, let binds in flight finish, flush status writes."""
-        self.stopping.set()
-        self.binder.shutdown(timeout)
-        self.writer.shutdown(wait=True)
 
-
-class BatchLoop:
+class BatchLoop(_Loop):
     """Volcano's scheduler loop: every `period` seconds, one session over a snapshot of the cache."""
 
     def __init__(self, conf, cache, binder_factory, status, *, metrics=None, seed: int = 0,
                  can_act=lambda: True, period: float = 1.0, scheduler_name: str = "volcano"):
+        super().__init__(cache, status, metrics, can_act)
         self.conf = conf
-        self.cache = cache
-        self.status = status
-        self.metrics = metrics
-        self.can_act = can_act
         self.period = period
         self.seed = seed
         self.scheduler_name = scheduler_name
-        self.stopping = threading.Event()
-        self.profiler = _Profiler()
-        self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="caldera-status")
         self.binder = binder_factory(requeue=lambda pod: self.cache.changed.set(), on_bound=self._bound)
         self.sessions = 0
         self._pg_status: dict[str, tuple] = {}     # PodGroup -> last status written
         self._pod_msgs: dict[str, str] = {}        # pod -> last unschedulable message written
-
-    def _bound(self, pod, node: str) -> None:
-        self.writer.submit(self._safe, self.status.scheduled, pod, node)
-
-    def _safe(self, fn, *args) -> None:
-        try:
-            fn(*args)
-        except Exception as e:
-            self.cache.warn(f"{getattr(fn, '__name__', 'status')}: {e}")
 
     def snapshot(self):
         """The cache as a Cluster for one session: pods with a bind in flight count as bound."""
@@ -238,13 +234,13 @@ class BatchLoop:
         for t, node in ssn.bound:
             self.binder.submit(t.pod, node)
         for t, reason in ssn.evicted:
-            self.writer.submit(self._safe, self.status.preempt, t.pod, t.pod, t.node_name)
+            self.write(self.status.preempt, t.pod, t.pod, t.node_name)
         for u in res.unschedulable:
             pod = self.cache.pods.get(u["pod"])
             if pod is not None and pod.key not in self.binder.in_flight:
                 if self._pod_msgs.get(pod.key) != u["message"]:
                     self._pod_msgs[pod.key] = u["message"]
-                    self.writer.submit(self._safe, self.status.unschedulable, pod, u["message"])
+                    self.write(self.status.unschedulable, pod, u["message"])
         for uid, job in ssn.jobs.items():
             pg = job.pg
             if pg.implicit or pg.key not in self.cache.podgroups:
@@ -255,7 +251,7 @@ class BatchLoop:
             sig = (pg.phase, repr(pg.conditions), st["running"], st["succeeded"], st["failed"])
             if self._pg_status.get(pg.key) != sig:
                 self._pg_status[pg.key] = sig
-                self.writer.submit(self._safe, self.status.podgroup_status, pg.namespace, pg.name, st)
+                self.write(self.status.podgroup_status, pg.namespace, pg.name, st)
         m = self.metrics
         if m is not None:
             m.session((time.perf_counter() - t0) * 1000.0)
@@ -271,8 +267,3 @@ class BatchLoop:
             if ssn.evicted:
                 m.volcano_preemption(len(ssn.evicted))
             m.unschedule_jobs(len(ssn.unschedulable_jobs))
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.stopping.set()
-        self.binder.shutdown(timeout)
-        self.writer.shutdown(wait=True)
