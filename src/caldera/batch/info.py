@@ -173,6 +173,10 @@ class JobInfo:
     def scheduled_task_num(self) -> int:
         return self.count(SCHEDULED_STATUS)
 
+    def releasing_scheduled_task_num(self) -> int:
+        """Releasing tasks that had been placed on a node (they still hold their gang slot)."""
+        return sum(1 for t in self.index.get(RELEASING, {}).values() if t.node_name)
+
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
 

@@ -8,7 +8,7 @@ from ..api.loader import Cluster
 from ..engine.oneshot import PassResult
 from .actions import ACTIONS
 from .conf import VolcanoConf
-from .info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo
+from .info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
 from .plugins import plugin_class
 from .reasons import pod_message
 from .session import Session
@@ -45,7 +45,7 @@ def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
         return "Unknown"
     scheduled = job.scheduled_task_num()
     completed = job.count(COMPLETED_STATUS)
-    scheduled += sum(1 for t in job.index.get(RELEASING, {}).values() if t.node_name)
+    scheduled += job.releasing_scheduled_task_num()
     if scheduled >= job.pg.min_member:
         return "Completed" if scheduled == completed else "Running"
     if job.pg.phase != "Inqueue":

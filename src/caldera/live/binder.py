@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from .client import ApiError
 from .status import pod_path
 
 
@@ -45,7 +46,6 @@ class Binder:
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": pod.name, "namespace": pod.namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        from .client import ApiError
         try:
             self.api.request("POST", pod_path(pod, "binding"), body)
         except ApiError as e:
@@ -63,7 +63,6 @@ class Binder:
                     self.idle.notify_all()
 
     def _failed(self, pod, node: str, err) -> None:
-        from .client import ApiError
         status = getattr(err, "status", None)
         if status != 404:
             # whatever the error, the API is the truth: a pod that is in fact bound (our own

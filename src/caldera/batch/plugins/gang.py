@@ -11,7 +11,7 @@ vacuously true) and UnifiedEvictable (no gangpreempt/gangreclaim actions).
 """
 from __future__ import annotations
 
-from ..info import ALLOCATED_STATUS, PENDING, PIPELINED, RELEASING, JobInfo
+from ..info import ALLOCATED_STATUS, PENDING, PIPELINED, JobInfo
 from ..reasons import _tx, job_fit_error
 from .base import PERMIT, REJECT, BatchPlugin
 
@@ -23,15 +23,10 @@ SCHEDULED_CONDITION = "Scheduled"
 SCHEDULED_CONDITION_REASON = "tasks in gang are ready to be scheduled"
 
 
-def releasing_scheduled_task_num(job: JobInfo) -> int:
-    """Releasing tasks that had been placed on a node (they still hold their gang slot)."""
-    return sum(1 for t in job.index.get(RELEASING, {}).values() if t.node_name)
-
-
 def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:
     """An unready job whose scheduled plus still-placed releasing tasks reach minAvailable, with
     nothing pending or pipelined, is terminating, not unschedulable: no condition."""
-    releasing = releasing_scheduled_task_num(job)
+    releasing = job.releasing_scheduled_task_num()
     if releasing == 0:
         return False
     if job.index.get(PENDING) or job.index.get(PIPELINED):
