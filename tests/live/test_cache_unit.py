@@ -64,6 +64,11 @@ def test_nodes_and_assigned_pods_go_into_the_table():
     cache.on_pod_add(pod("early", "n2"))
     cache.on_node_add(node("n2"))
     assert t.node_of("default/early") == t.index["n2"]
+    # a node that goes away and comes back gets its pods back
+    cache.on_node_delete(node("n2"))
+    assert t.node_of("default/early") is None
+    cache.on_node_add(node("n2"))
+    assert t.node_of("default/early") == t.index["n2"]
     cache.on_pod_delete(pod("running", "n1"))
     assert t.node_of("default/running") is None and t.req[0, t.res_index["cpu"]] == 0
 

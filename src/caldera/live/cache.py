@@ -49,6 +49,7 @@ class ClusterCache:
         self.scheduler_names = set(scheduler_names)
         self.pods: dict[str, Pod] = {}             # every pod the informer knows, by ns/name
         self.assumed: dict[str, str] = {}          # pod key -> node it was bound to by us
+        self.unplaced: dict[str, set[str]] = {}    # node name -> keys of pods on it the table lacks
         self.priority_classes: dict[str, PriorityClass] = {}
         self.podgroups: dict[str, dict] = {}       # raw PodGroup objects, ns/name
         self.queues: dict[str, dict] = {}          # raw Queue objects, name
@@ -94,8 +95,10 @@ class ClusterCache:
             if node.name in self.table.index:
                 return self.on_node_update(None, raw)
             self.table.add_node(node)
-            for p in self.pods.values():          # pods the watch delivered before their node
-                if p.node_name == node.name and self._occupies(p) and self.table.node_of(p.key) is None:
+            for key in self.unplaced.pop(node.name, ()):   # pods the watch delivered before their node
+                p = self.pods.get(key)
+                if p is not None and p.node_name == node.name and self._occupies(p) \
+                        and self.table.node_of(key) is None:
                     self.table.add_pod(p, self.table.index[node.name])
             if self.queue is not None:
                 self.queue.move_all_to_active_or_backoff("Node/Add", None, node)
@@ -120,6 +123,8 @@ class ClusterCache:
         with self.lock:
             name = (raw.get("metadata") or {}).get("name")
             if name in self.table.index:
+                # its pods wait for the node to come back, as pods seen before their node do
+                self.unplaced.setdefault(name, set()).update(self.table.pods[self.table.index[name]])
                 self.table.remove_node(name)
             self.changed.set()
 
@@ -201,7 +206,9 @@ class ClusterCache:
     def _place(self, prev: Pod | None, pod: Pod) -> None:
         if self._occupies(pod):
             i = self.table.index.get(pod.node_name)
-            if i is not None and self.table.node_of(pod.key) is None:
+            if i is None:
+                self.unplaced.setdefault(pod.node_name, set()).add(pod.key)
+            elif self.table.node_of(pod.key) is None:
                 self.table.add_pod(pod, i)
                 if self.queue is not None:
                     self.queue.assigned_pod_added(pod)
