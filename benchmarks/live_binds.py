@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from caldera.config.defaults import default_config
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.live.app import LiveScheduler, RunOptions
 from caldera.live.client import Api
 

@@ -23,7 +23,7 @@ import numpy as np
 from caldera.api.objects import Node, Pod
 from caldera.config.defaults import default_config
 from caldera.engine.scheduler import Scheduler
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.state.nodetable import NodeTable
 
 

@@ -16,7 +16,7 @@ from caldera.config.defaults import default_config
 from caldera.config.types import PluginRef, Profile, SchedulerConfig
 from caldera.engine.scheduler import Scheduler
 from caldera.framework.interface import CycleState
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.state.nodetable import NodeTable
 
 _seq = [0]

@@ -39,7 +39,7 @@ def test_unschedulable_churn_pod_fails_with_kube_message():
     w = sp.find("Unschedulable/5kNodes/100Init/1kPods")[0]
     from caldera.config.defaults import default_config
     from caldera.engine.scheduler import Scheduler
-    from caldera.framework.registry import build_registry
+    from caldera.plugins.registry import build_registry
     from caldera.state.nodetable import NodeTable
     reg = build_registry(third_party=False)
     sched = Scheduler(default_config(reg), NodeTable(sp.make_nodes(w.nodes, SCALE)), reg)

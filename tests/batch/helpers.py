@@ -129,7 +129,7 @@ def cluster(docs: list[dict]):
 
 
 def run(docs: list[dict], conf_text, **kw):
-    """One whole session (open, the conf's actions, close): a PassResult."""
+    """One whole session (open, the conf's actions, close): a SessionResult."""
     return run_session(cluster(docs), conf(conf_text), **kw)
 
 

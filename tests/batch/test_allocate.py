@@ -16,7 +16,7 @@ import pytest
 
 from caldera.batch.actions.common import action_arg_bool
 from caldera.batch.conf import FLAGS
-from caldera.batch.info import BINDING
+from caldera.batch.api.info import BINDING
 
 from .helpers import conf, node, outcome, pod, podgroup, queue, rl, run
 

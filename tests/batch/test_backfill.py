@@ -7,7 +7,7 @@ import pytest
 
 from caldera.batch.actions.backfill import _pending_tasks
 from caldera.batch.conf import FLAGS
-from caldera.batch.info import ALLOCATED, PENDING, PIPELINED
+from caldera.batch.api.info import ALLOCATED, PENDING, PIPELINED
 
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run
 

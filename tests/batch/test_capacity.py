@@ -12,7 +12,7 @@ from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT, BatchPlugin
 from caldera.batch.plugins.capacity import CapacityPlugin
 from caldera.batch.plugins.capacity.attrs import QueueAttr
-from caldera.batch.resource import MAXF, Resource
+from caldera.batch.api.resource import MAXF, Resource
 from caldera.errors import ConfigError
 
 from .helpers import node, open_session, outcome, pod, podgroup, queue, run

@@ -155,7 +155,7 @@ def test_job_share_at_open(alloc, pods, share, dominant):
 
 
 def rl_res(cpu=0.0, mem=0.0):
-    from caldera.batch.resource import Resource
+    from caldera.batch.api.resource import Resource
     return Resource(cpu, mem)
 
 

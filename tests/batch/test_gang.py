@@ -10,14 +10,14 @@ import pytest
 
 from caldera.api.objects import Pod
 from caldera.batch.conf import FLAGS
-from caldera.batch.fiterrors import UNSCHEDULABLE, FitErrors
-from caldera.batch.info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo, TaskInfo
-from caldera.batch.objects import PodGroup
+from caldera.batch.api.fiterrors import UNSCHEDULABLE, FitErrors
+from caldera.batch.api.info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo, TaskInfo
+from caldera.batch.api.objects import PodGroup
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT
 from caldera.batch.plugins.gang import (gang_event_message, gang_unschedulable_message,
                                         should_skip_unschedulable_for_releasing)
-from caldera.batch.reasons import job_fit_error, task_scheduling_reason
+from caldera.batch.api.reasons import job_fit_error, task_scheduling_reason
 
 from .helpers import close_session, node, open_session, outcome, pod, podgroup, queue, rl, run
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from caldera.batch.conf import FLAGS
-from caldera.batch.fiterrors import NODE_POD_NUMBER_EXCEEDED, UNRESOLVABLE, UNSCHEDULABLE
+from caldera.batch.api.fiterrors import NODE_POD_NUMBER_EXCEEDED, UNRESOLVABLE, UNSCHEDULABLE
 from caldera.batch.plugins.predicates import PredicatesPlugin
 from caldera.errors import ConfigError
 from caldera.framework.interface import CycleState

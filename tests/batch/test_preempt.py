@@ -20,8 +20,8 @@ import pytest
 
 from caldera.batch import runner
 from caldera.batch.conf import FLAGS
-from caldera.batch.fiterrors import UNRESOLVABLE, UNSCHEDULABLE
-from caldera.batch.info import RELEASING
+from caldera.batch.api.fiterrors import UNRESOLVABLE, UNSCHEDULABLE
+from caldera.batch.api.info import RELEASING
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import BatchPlugin, Predicate
 from caldera.errors import ConfigError
@@ -253,7 +253,7 @@ def test_unresolvable_fit_errors_exclude_nodes():
     """FilterOutUnschedulableAndUnresolvableNodesForTask: nodes the task's recorded fit errors
     mark UnschedulableAndUnresolvable are not considered; Unschedulable ones are."""
     from caldera.batch.actions.victims import candidate_nodes
-    from caldera.batch.fiterrors import FitErrors
+    from caldera.batch.api.fiterrors import FitErrors
 
     from .helpers import open_session
     docs = [pg("pg1", "q1", 1), pending("p", "1", "1G", "pg1"),

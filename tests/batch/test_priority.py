@@ -10,7 +10,7 @@ import pytest
 
 from caldera.api.objects import Pod
 from caldera.batch.conf import FLAGS
-from caldera.batch.info import PIPELINED, RUNNING, TaskInfo
+from caldera.batch.api.info import PIPELINED, RUNNING, TaskInfo
 from caldera.batch.plugins.base import PERMIT
 
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run

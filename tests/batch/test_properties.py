@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from caldera.batch.info import ALLOCATED_STATUS, SUCCEEDED
+from caldera.batch.api.info import ALLOCATED_STATUS, SUCCEEDED
 
 from .helpers import node, pod, podgroup, priority_class, queue, rl, run
 

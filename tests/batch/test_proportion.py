@@ -9,7 +9,7 @@ import pytest
 
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT, BatchPlugin
-from caldera.batch.resource import MAXF, Resource
+from caldera.batch.api.resource import MAXF, Resource
 
 from . import helpers
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run

@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from caldera.api.objects import Pod
-from caldera.batch.vcjob import expand_job
+from caldera.batch.controller.vcjob import expand_job
 from caldera.errors import InputError
 
 

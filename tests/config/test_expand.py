@@ -8,9 +8,9 @@ import pytest
 from caldera.config.defaults import default_config, default_plugins
 from caldera.config.expand import (EXTENSION_POINTS, MULTI_POINT, PluginSet, PluginSetError, expand_plugins,
                                    merge_plugin_set, merge_plugins)
-from caldera.config.loader import load_config
+from caldera.config.loader import load_kube_config
 from caldera.config.types import PluginRef
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 
 from .kube_stubs import KUBE_EXPANDED_V1, KUBE_REGISTRY, as_lists, stub
 
@@ -163,7 +163,7 @@ def test_default_expansion_equals_kube_expanded_plugins_v1():
 def test_empty_kube_config_file_expands_to_kube_defaults(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
-    cfg = load_config(str(f), KUBE_REGISTRY)
+    cfg = load_kube_config(str(f), KUBE_REGISTRY)
     assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
     assert as_lists(cfg.profiles[0].plugins) == KUBE_EXPANDED_V1
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from caldera.config.defaults import default_config
-from caldera.config.loader import load_config
+from caldera.config.loader import load_kube_config
 from caldera.engine.scheduler import Scheduler
 from caldera.errors import ConfigError
 from caldera.framework.interface import Plugin
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import default_normalize
 
 from ..builders import make_node, make_pod, make_table, run_score
@@ -48,7 +48,7 @@ DEFAULT = as_lists(default_config(REG).profiles[0].plugins)
 def load(tmp_path, body: str, registry=REG, name="c.yaml"):
     f = tmp_path / name
     f.write_text(body if body.startswith(("{", "apiVersion")) else HEADER + body)
-    return load_config(str(f), registry)
+    return load_kube_config(str(f), registry)
 
 
 def plugins(tmp_path, body: str) -> dict:
@@ -61,7 +61,7 @@ def without(lst, name):
 
 # ---- top level and defaults ----------------------------------------------------------------------
 def test_no_file_is_the_default_config():
-    cfg = load_config(None, REG)
+    cfg = load_kube_config(None, REG)
     assert [p.scheduler_name for p in cfg.profiles] == ["default-scheduler"]
     assert as_lists(cfg.profiles[0].plugins) == DEFAULT
 

@@ -102,8 +102,8 @@ def kube_config(scheduler_name: str, extra: str = "") -> str:
 
 def kube_profile(tmp_path, scheduler_name: str, extra: str = ""):
     """A loaded KubeSchedulerConfiguration with one profile (no leader election)."""
-    from caldera.config.loader import load_config
-    from caldera.framework.registry import build_registry
+    from caldera.configfile import load_config
+    from caldera.plugins.registry import build_registry
     p = tmp_path / "config.yaml"
     p.write_text(kube_config(scheduler_name, extra))
     return load_config(str(p), build_registry())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from caldera.config.defaults import default_config
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.live.cache import ClusterCache, node_update_events
 from caldera.api.objects import Node
 

@@ -139,8 +139,8 @@ def seconds(d: str) -> float:
 
 
 def test_configmap_is_a_valid_caldera_configuration(tmp_path):
-    from caldera.config.loader import load_config
-    from caldera.framework.registry import build_registry
+    from caldera.configfile import load_config
+    from caldera.plugins.registry import build_registry
     f = tmp_path / "config.yaml"
     f.write_text(one("ConfigMap")["data"]["config.yaml"])
     cfg = load_config(str(f), build_registry())

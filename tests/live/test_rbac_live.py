@@ -11,8 +11,8 @@ import yaml
 from caldera.batch.actions import ACTIONS
 from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
-from caldera.config.loader import load_config
-from caldera.framework.registry import build_registry
+from caldera.configfile import load_config
+from caldera.plugins.registry import build_registry
 from caldera.live.client import Api
 
 from .kube import (ROOT, admin_api, apply_manifest, create_node, create_pod, delete_nodes, events_for, get_pod,

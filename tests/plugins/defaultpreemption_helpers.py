@@ -7,7 +7,7 @@ from caldera.api.pdb import PodDisruptionBudget
 from caldera.config.types import PluginRef, Profile, SchedulerConfig
 from caldera.engine.scheduler import Scheduler
 from caldera.framework.interface import Plugin
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import Diagnosis
 from caldera.framework.status import Code, Status
 

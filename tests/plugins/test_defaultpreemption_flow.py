@@ -10,7 +10,7 @@ from caldera.config.defaults import default_config
 from caldera.engine.oneshot import run_pass
 from caldera.errors import ConfigError, InputError
 from caldera.framework.interface import CycleState
-from caldera.framework.registry import build_registry
+from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import Diagnosis
 from caldera.framework.status import Code, Status
 from caldera.plugins.defaultpreemption.candidates import Candidate, potential_nodes

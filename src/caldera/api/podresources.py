@@ -149,3 +149,16 @@ def pod_requests(containers, inits, overhead, nonmissing: bool = False, pod_leve
                 reqs[k] = v
     _add(reqs, overhead or {})
     return {k: nano_to_units(k, v) for k, v in reqs.items()}
+
+
+def pod_request_list(pod, resources, use_requested: bool) -> list[int]:
+    """calculatePodResourceRequestList: the pod's request of each configured resource."""
+    out = []
+    for name, _ in resources:
+        if not use_requested and name == "cpu":
+            out.append(pod.nonzero_cpu)
+        elif not use_requested and name == "memory":
+            out.append(pod.nonzero_mem)
+        else:
+            out.append(pod.requests.get(name, 0))
+    return out

@@ -3,16 +3,29 @@ order, close (plugins' OnSessionClose, PodGroup phases and conditions), and repo
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
-from ..engine.oneshot import PassResult
+from ..api.output import PassOutput
 from .actions import ACTIONS
 from .conf import VolcanoConf
-from .info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
+from .api.info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
 from .plugins import plugin_class
-from .reasons import pod_message
-from .session import Session
-from .snapshot import VOLCANO_SCHEDULER, build_snapshot
+from .api.reasons import pod_message
+from .framework.session import Session
+from .cache.snapshot import VOLCANO_SCHEDULER, build_snapshot
+
+
+@dataclass
+class SessionResult(PassOutput):
+    """A Volcano session: the shared output plus PodGroups (phase, message, events), pipelined
+    tasks and the closed session itself (for tests and the live loop)."""
+    pod_groups: list[dict] = field(default_factory=list)
+    pipelined: list[dict] = field(default_factory=list)
+    session: Session | None = None
+
+    def to_dict(self) -> dict:
+        return self.output(pod_groups=self.pod_groups, pipelined=self.pipelined)
 
 
 def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
@@ -54,8 +67,8 @@ def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
 
 
 def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
-                scheduler_name: str | None = None) -> PassResult:
-    res = PassResult(warnings=list(cluster.warnings))
+                scheduler_name: str | None = None) -> SessionResult:
+    res = SessionResult(warnings=list(cluster.warnings))
     t0 = time.perf_counter()
     ssn, warns = open_session(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
     res.warnings += warns

@@ -8,8 +8,8 @@ import threading
 
 import click
 
-from ..config.loader import load_config
-from ..framework.registry import build_registry
+from ..configfile import load_config
+from ..plugins.registry import build_registry
 
 
 def _seconds(ctx, param, value):

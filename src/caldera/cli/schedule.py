@@ -7,12 +7,12 @@ import click
 import yaml
 
 from ..api.loader import load_cluster
-from ..config.loader import load_config
+from ..configfile import load_config
 from ..engine.oneshot import run_pass
 from ..batch.conf import VolcanoConf
 from ..batch.runner import run_session
 from ..errors import ConfigError
-from ..framework.registry import build_registry
+from ..plugins.registry import build_registry
 
 
 @click.command()

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import ConfigError
-from ..framework.interface import EXTENSION_POINTS, POINT_METHODS, Plugin
-from .types import PluginRef
+from .types import EXTENSION_POINTS, PluginRef, class_implements
 
 MULTI_POINT = "multiPoint"
 ALL_POINTS = EXTENSION_POINTS + (MULTI_POINT,)
@@ -77,14 +76,6 @@ def plugin_class(factory: Callable) -> type | None:
         return factory
     cls = getattr(factory, "plugin_class", None)
     return cls if isinstance(cls, type) else None
-
-
-def class_implements(cls: type, point: str) -> bool:
-    for m in POINT_METHODS[point]:
-        f = getattr(cls, m, None)
-        if f is not None and f is not getattr(Plugin, m, None):
-            return True
-    return False
 
 
 class PointResolver:

@@ -6,13 +6,15 @@ Every problem raises ConfigError with one line: "<file>: <field path>: <problem>
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from ..errors import ConfigError
 from .defaults import default_config
-from .kubeconfig import API_VERSION, KIND, decode_kube_config
+from .decode import API_VERSION, KIND, decode_kube_config
 from .types import SchedulerConfig
 
 _REMOVED_VERSIONS = {
@@ -22,21 +24,18 @@ _REMOVED_VERSIONS = {
 }
 
 
-def load_config(path: str | None, registry):
-    """None -> kube's default configuration; else the file, defaulted and validated: a
-    KubeSchedulerConfiguration (SchedulerConfig) or a volcano-scheduler.conf (VolcanoConf),
-    told apart by content."""
+def load_kube_config(path: str | None, registry: Mapping[str, Callable[..., Any]]) -> SchedulerConfig:
+    """None -> kube's default configuration; else the file, defaulted and validated."""
     if path is None:
         return default_config(registry)
-    doc = read_document(path)
+    return decode_document(read_document(path), path, registry)
+
+
+def decode_document(doc: object, path: str, registry: Mapping[str, Callable[..., Any]]) -> SchedulerConfig:
+    """A parsed document that must be a KubeSchedulerConfiguration."""
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: (document): expected a mapping (a KubeSchedulerConfiguration), "
                           f"got {_kind_of(doc)}; write the file as 'apiVersion: {API_VERSION}' / 'kind: {KIND}' / ...")
-    from ..batch.conf import is_volcano_conf, parse_volcano_conf
-    if is_volcano_conf(doc):
-        from ..batch.actions import ACTIONS
-        from ..batch.plugins import PLUGINS
-        return parse_volcano_conf(doc, path, ACTIONS, PLUGINS)
     api = doc.get("apiVersion")
     if api is None:
         raise ConfigError(f"{path}: apiVersion: missing; set apiVersion: {API_VERSION} and kind: {KIND}")

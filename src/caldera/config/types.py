@@ -3,6 +3,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The extension points a profile's `plugins` section names (KubeSchedulerConfiguration's Plugins),
+# and the plugin method(s) whose presence means a plugin joins each one (the framework's contract,
+# see framework/interface.py; kept here so that multiPoint expansion needs no framework import).
+EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore",
+                    "score", "reserve", "permit", "preBind", "bind", "postBind")
+POINT_METHODS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("pre_enqueue",), "queueSort": ("less",), "preFilter": ("pre_filter",),
+    "filter": ("filter", "filter_node"), "postFilter": ("post_filter",), "preScore": ("pre_score",),
+    "score": ("score",), "reserve": ("reserve",), "permit": ("permit",), "preBind": ("pre_bind",),
+    "bind": ("bind",), "postBind": ("post_bind",),
+}
+
+
+def class_implements(cls: type, point: str) -> bool:
+    """Whether plugin class `cls` joins extension point `point` (has one of its methods)."""
+    return any(getattr(cls, m, None) is not None for m in POINT_METHODS[point])
+
 
 @dataclass
 class PluginRef:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
+from ..api.output import PassOutput
 from ..config.types import SchedulerConfig
 from ..framework.queue import SchedulingQueue
 from ..state.nodetable import NodeTable
@@ -19,25 +20,13 @@ GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 @dataclass
-class PassResult:
-    bindings: list[dict] = field(default_factory=list)
-    unschedulable: list[dict] = field(default_factory=list)
-    evictions: list[dict] = field(default_factory=list)
+class PassResult(PassOutput):
+    """A kube pass: the shared output plus nominations and each pod's Attempt."""
     nominations: list[dict] = field(default_factory=list)
-    pod_groups: list[dict] = field(default_factory=list)
-    pipelined: list[dict] = field(default_factory=list)
-    explain: dict[str, dict] | None = None
-    warnings: list[str] = field(default_factory=list)
     attempts: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        d = {"bindings": self.bindings, "unschedulable": self.unschedulable, "evictions": self.evictions,
-             "nominations": self.nominations, "podGroups": self.pod_groups}
-        if self.pipelined:
-            d["pipelined"] = self.pipelined
-        if self.explain is not None:
-            d["explain"] = self.explain
-        return d
+        return self.output(nominations=self.nominations)
 
 
 def build_table(cluster: Cluster, warnings: list[str]) -> NodeTable:

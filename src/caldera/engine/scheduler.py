@@ -67,7 +67,7 @@ class Scheduler:
     def __init__(self, config: SchedulerConfig, table: NodeTable, registry: dict[str, Callable] | None = None,
                  *, seed: int = 0, explain: bool = False, binder: Callable = record_binder):
         if registry is None:
-            from ..framework.registry import build_registry
+            from ..plugins.registry import build_registry
             registry = build_registry()
         self.config = config
         self.table = table

@@ -25,19 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..config.types import class_implements
+
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
-
-EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore",
-                    "score", "reserve", "permit", "preBind", "bind", "postBind")
-
-# extension point -> the method(s) whose presence means a plugin implements it
-POINT_METHODS = {
-    "preEnqueue": ("pre_enqueue",), "queueSort": ("less",), "preFilter": ("pre_filter",),
-    "filter": ("filter", "filter_node"), "postFilter": ("post_filter",), "preScore": ("pre_score",),
-    "score": ("score",), "reserve": ("reserve",), "permit": ("permit",), "preBind": ("pre_bind",),
-    "bind": ("bind",), "postBind": ("post_bind",),
-}
 
 
 class CycleState:
@@ -112,11 +103,7 @@ class Plugin:
         self.handle = handle
 
     def implements(self, point: str) -> bool:
-        cls = type(self)
-        for m in POINT_METHODS[point]:
-            if getattr(cls, m, None) is not None and getattr(cls, m) is not getattr(Plugin, m, None):
-                return True
-        return False
+        return class_implements(type(self), point)
 
     def events_to_register(self) -> list[str]:
         return []

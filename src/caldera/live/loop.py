@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..batch.info import FAILED, RUNNING, SUCCEEDED
+from ..batch.api.info import FAILED, RUNNING, SUCCEEDED
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins
 from ..framework.status import Code, Status

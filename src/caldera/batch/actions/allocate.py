@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fiterrors import FitErrors
-from ..info import PENDING
-from ..pqueue import PriorityQueue
+from ..api.fiterrors import FitErrors
+from ..api.info import PENDING
+from ..util.pqueue import PriorityQueue
 from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
 
 

@@ -3,9 +3,9 @@ predicates, without resource accounting, and bind them as soon as their job is r
 (Volcano's ssn.Allocate). Pipelined best-effort tasks are un-pipelined and retried."""
 from __future__ import annotations
 
-from ..fiterrors import FitErrors
-from ..info import ALLOCATED, BINDING, PENDING, PIPELINED
-from ..pqueue import PriorityQueue
+from ..api.fiterrors import FitErrors
+from ..api.info import ALLOCATED, BINDING, PENDING, PIPELINED
+from ..util.pqueue import PriorityQueue
 from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import parse_go_bool
-from ..fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
-from ..info import TaskInfo
+from ..api.objects import parse_go_bool
+from ..api.fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
+from ..api.info import TaskInfo
 
 BASELINE_PERCENTAGE = 50
 MIN_NODES_TO_FIND = 100

@@ -4,7 +4,7 @@ otherwise the JobEnqueueable vote decides (proportion/capacity: queue room, over
 cluster room), and JobEnqueued lets plugins book its minResources as inqueue."""
 from __future__ import annotations
 
-from ..pqueue import PriorityQueue
+from ..util.pqueue import PriorityQueue
 
 
 def execute(ssn) -> None:

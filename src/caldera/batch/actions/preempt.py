@@ -23,14 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ConfigError
-from ..fiterrors import UNRESOLVABLE
-from ..info import BOUND, PENDING, RUNNING, TaskInfo
-from ..pqueue import PriorityQueue
-from ..resource import Resource
+from ..api.fiterrors import UNRESOLVABLE
+from ..api.info import BOUND, PENDING, RUNNING, TaskInfo
+from ..util.pqueue import PriorityQueue
+from ..api.resource import Resource
 from .common import action_arg_bool
 from .victims import (PreemptPredicateHelper, candidate_nodes, fits_future_idle, node_tasks,
-                      predicate_passes, preemption_never, sorted_by_score, validate_victims,
-                      victims_queue)
+                      predicate_passes, preemption_never, sorted_by_score, validate_victims)
+from ..util.scheduler_helper import victims_queue
 
 REASON = "preempt"
 PREEMPTABLE_STATUS = (RUNNING, BOUND)

@@ -13,12 +13,13 @@ then JobPipelined, discarded otherwise.
 """
 from __future__ import annotations
 
-from ..info import PENDING, RUNNING, TaskInfo
-from ..pqueue import PriorityQueue
-from ..resource import ZERO
+from ..api.info import PENDING, RUNNING, TaskInfo
+from ..util.pqueue import PriorityQueue
+from ..api.resource import ZERO
 from .common import action_arg_bool
 from .victims import (PreemptPredicateHelper, candidate_nodes, node_tasks, preemption_never,
-                      validate_victims, victims_queue)
+                      validate_victims)
+from ..util.scheduler_helper import victims_queue
 
 REASON = "reclaim"
 

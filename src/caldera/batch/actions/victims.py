@@ -1,6 +1,7 @@
-"""What preempt and reclaim share: the nodes a task may take by eviction, the victim checks and
-the order victims go in (Volcano's PredicateForPreemptAction with the PredicateHelper,
-FilterOutUnschedulableAndUnresolvableNodesForTask, ValidateVictims, BuildVictimsPriorityQueue).
+"""What preempt and reclaim share: the nodes a task may take by eviction and the victim checks
+(Volcano's PredicateForPreemptAction with the PredicateHelper,
+FilterOutUnschedulableAndUnresolvableNodesForTask, ValidateVictims; the order victims go in,
+BuildVictimsPriorityQueue, is in util/scheduler_helper.py).
 
 A node that fails a predicate only with Unschedulable is still a candidate (evicting pods may make
 the task fit); a node whose failure is UnschedulableAndUnresolvable (or an Error / Skip / Wait
@@ -11,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fiterrors import ERROR, UNRESOLVABLE
-from ..info import TaskInfo
-from ..pqueue import PriorityQueue
-from ..resource import ZERO
+from ..api.fiterrors import ERROR, UNRESOLVABLE
+from ..api.info import TaskInfo
+from ..api.resource import ZERO
 from .common import num_feasible_to_find
 
 # status codes that make a node useless for preemption (ContainsUnschedulableAndUnresolvable,
@@ -131,35 +131,6 @@ def validate_victims(ssn, task: TaskInfo, i: int, victims) -> bool:
     for v in victims or ():
         fi.add(v.resreq)
     return task.init_resreq.less_equal(fi, ZERO)
-
-
-def victims_queue(ssn, victims, preemptor: TaskInfo) -> PriorityQueue:
-    """BuildVictimsPriorityQueue: pops the task to evict first. Within a job, the reverse of
-    TaskOrder; across queues, VictimQueueOrder; across jobs, the reverse of the plugins' job
-    order, then the reverse of TaskOrder."""
-    jobs, queues = ssn.jobs, ssn.queues
-
-    def job_then_task(lj, rj, l, r) -> bool:
-        c = ssn._compare("job_order", lj, rj)
-        if c:
-            return c > 0
-        return not ssn.task_order_less(l, r)
-
-    def less(l: TaskInfo, r: TaskInfo) -> bool:
-        if l.job == r.job:
-            return not ssn.task_order_less(l, r)
-        lj, rj, pj = jobs.get(l.job), jobs.get(r.job), jobs.get(preemptor.job)
-        if lj is None or rj is None:
-            if lj is None and rj is None:
-                return not ssn.task_order_less(l, r)
-            return lj is None
-        if pj is None:
-            return job_then_task(lj, rj, l, r)
-        if lj.queue != rj.queue:
-            return ssn.victim_queue_order_less(queues.get(lj.queue), queues.get(rj.queue), queues.get(pj.queue))
-        return job_then_task(lj, rj, l, r)
-
-    return PriorityQueue(less, victims or ())
 
 
 def node_tasks(ssn, i: int):

@@ -3,7 +3,7 @@
 supported (no gangpreempt/gangreclaim actions)."""
 from __future__ import annotations
 
-from ..info import TaskInfo
+from ..api.info import TaskInfo
 from .base import PERMIT, BatchPlugin
 
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"

@@ -15,8 +15,8 @@ Volcano's drf has no namespace-share mode any more (the field is vestigial in th
 """
 from __future__ import annotations
 
-from ..info import ALLOCATED_STATUS
-from ..resource import Resource
+from ..api.info import ALLOCATED_STATUS
+from ..api.resource import Resource
 from .base import BatchPlugin
 from .hdrf import Attr, HNode, Hierarchy
 

@@ -11,8 +11,8 @@ vacuously true) and UnifiedEvictable (no gangpreempt/gangreclaim actions).
 """
 from __future__ import annotations
 
-from ..info import ALLOCATED_STATUS, PENDING, PIPELINED, JobInfo
-from ..reasons import _tx, job_fit_error
+from ..api.info import ALLOCATED_STATUS, PENDING, PIPELINED, JobInfo
+from ..api.reasons import _tx, job_fit_error
 from .base import PERMIT, REJECT, BatchPlugin
 
 NOT_ENOUGH_PODS_OF_TASK_REASON = "NotEnoughPodsOfTask"

@@ -17,8 +17,8 @@ gives the same numbers (nothing else in the tree depends on that leaf).
 from __future__ import annotations
 
 from ...errors import InputError
-from ..objects import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
-from ..resource import Resource
+from ..api.objects import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
+from ..api.resource import Resource
 
 
 class Attr:

@@ -13,24 +13,14 @@ import random
 
 import numpy as np
 
+from ...api.podresources import pod_request_list
+from ...api.resourcenames import NATIVE_SCORED, is_scalar
 from ...framework.interface import MAX_NODE_SCORE, CycleState
 from ...framework.status import Code, Status
-from ...plugins.noderesources.common import NATIVE_SCORED, is_scalar, pod_request_list
+from ...plugins.registry import IN_TREE
 from ...state.nodetable import CPU, MEM
-from ..fiterrors import ERROR, UNRESOLVABLE, UNSCHEDULABLE
+from ..api.fiterrors import ERROR, UNRESOLVABLE, UNSCHEDULABLE
 
-# kube plugin name -> "module:Class" under caldera.plugins
-_CLASSES = {
-    "NodeUnschedulable": "nodeunschedulable:NodeUnschedulable",
-    "NodeAffinity": "nodeaffinity:NodeAffinity",
-    "NodePorts": "nodeports:NodePorts",
-    "TaintToleration": "tainttoleration:TaintToleration",
-    "InterPodAffinity": "interpodaffinity.plugin:InterPodAffinity",
-    "PodTopologySpread": "podtopologyspread.plugin:PodTopologySpread",
-    "NodeResourcesFit": "noderesources.fit:NodeResourcesFit",
-    "NodeResourcesBalancedAllocation": "noderesources.balanced:BalancedAllocation",
-    "ImageLocality": "imagelocality:ImageLocality",
-}
 
 # kube status code -> Volcano's (api.ConvertPredicateStatus)
 _CODES = {Code.UNSCHEDULABLE: UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE: UNRESOLVABLE,
@@ -72,10 +62,7 @@ class SessionHandle:
 
 def build(name: str, args: dict | None, handle):
     """A core plugin instance with `args` (its kube Args object as a dict)."""
-    import importlib
-    mod, cls = _CLASSES[name].split(":")
-    klass = getattr(importlib.import_module(f"caldera.plugins.{mod}"), cls)
-    return klass(dict(args or {}), handle)
+    return IN_TREE[name](dict(args or {}), handle)
 
 
 def volcano_code(s: Status) -> str:

@@ -11,7 +11,7 @@ Argument `overcommit-factor` (default 1.2); a value below 1 falls back to 1.2, a
 """
 from __future__ import annotations
 
-from ..resource import Resource
+from ..api.resource import Resource
 from .base import PERMIT, REJECT, BatchPlugin
 from .util import allocated_task_num, format_resource_names, inqueue_resource
 

@@ -35,7 +35,7 @@ import numpy as np
 from ...framework.interface import CycleState
 from ...framework.status import Status
 from ...state.nodetable import PODS
-from ..fiterrors import ERROR, NODE_POD_NUMBER_EXCEEDED, UNSCHEDULABLE
+from ..api.fiterrors import ERROR, NODE_POD_NUMBER_EXCEEDED, UNSCHEDULABLE
 from .base import BatchPlugin, Predicate
 from .kube import SessionHandle, build, filter_mask, filter_status, should_abort, volcano_code
 

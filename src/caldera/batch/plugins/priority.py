@@ -8,7 +8,7 @@ preemptionPolicy is checked by the preempt/reclaim actions, not here (as in Volc
 """
 from __future__ import annotations
 
-from ..info import JobInfo, TaskInfo
+from ..api.info import JobInfo, TaskInfo
 from .base import PERMIT, BatchPlugin
 
 

@@ -22,8 +22,8 @@ overused and reclaim exactly as in Volcano (the allocatable checks ignore it).
 """
 from __future__ import annotations
 
-from ..info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
-from ..resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
+from ..api.info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
+from ..api.resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
 from .base import PERMIT, REJECT, BatchPlugin
 from .util import allocated_task_num, format_resource_names, inqueue_resource
 

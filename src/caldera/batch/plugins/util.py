@@ -1,9 +1,9 @@
 """Helpers Volcano's queue plugins share (pkg/scheduler/plugins/util and util.FormatResourceNames)."""
 from __future__ import annotations
 
-from ...plugins.noderesources.common import is_scalar
-from ..info import ALLOCATED_STATUS, JobInfo
-from ..resource import Resource
+from ...api.resourcenames import is_scalar
+from ..api.info import ALLOCATED_STATUS, JobInfo
+from ..api.resource import Resource
 
 
 def allocated_task_num(job: JobInfo) -> int:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...api.podresources import pod_request_list
 from ...errors import ConfigError
 from ...framework.interface import Plugin
 from ...framework.status import Status
-from .common import allocation_matrices, parse_resources, pod_request_list
+from .common import allocation_matrices, parse_resources
 
 STATE_KEY = "PreScoreNodeResourcesBalancedAllocation"
 

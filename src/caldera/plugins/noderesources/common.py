@@ -13,53 +13,13 @@ requested-after-placing-the-pod matrices the scoring strategies read (calculateR
 """
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 import numpy as np
 
+from ...api.resourcenames import NATIVE_SCORED, is_scalar
 from ...errors import ConfigError
 from ...state.nodetable import CPU, EPH, MEM
 
 DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
-NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
-
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-
-
-def is_qualified_name(value: str) -> bool:
-    """apimachinery's IsQualifiedName: [DNS-subdomain prefix '/'] name (<= 63 chars)."""
-    prefix, sep, name = value.rpartition("/")
-    if sep:
-        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
-
-
-def is_prefixed_native(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
-def is_native(name: str) -> bool:
-    return "/" not in name or is_prefixed_native(name)
-
-
-@lru_cache(maxsize=4096)
-def is_extended(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: a domain-prefixed name outside *kubernetes.io, not
-    requests.*, that stays a qualified name with the quota prefix 'requests.'."""
-    if is_native(name) or name.startswith("requests."):
-        return False
-    return is_qualified_name("requests." + name)
-
-
-@lru_cache(maxsize=4096)
-def is_scalar(name: str) -> bool:
-    """schedutil.IsScalarResourceName: the names kube tracks besides cpu/memory/ephemeral-storage/pods."""
-    return (is_extended(name) or name.startswith("hugepages-") or is_prefixed_native(name)
-            or name.startswith("attachable-volumes-"))
 
 
 def parse_resources(spec, where: str, *, balanced: bool = False) -> tuple[tuple[str, int], ...]:
@@ -98,19 +58,6 @@ def parse_resources(spec, where: str, *, balanced: bool = False) -> tuple[tuple[
     return tuple(out)
 
 
-def pod_request_list(pod, resources, use_requested: bool) -> list[int]:
-    """calculatePodResourceRequestList: the pod's request of each configured resource."""
-    out = []
-    for name, _ in resources:
-        if not use_requested and name == "cpu":
-            out.append(pod.nonzero_cpu)
-        elif not use_requested and name == "memory":
-            out.append(pod.nonzero_mem)
-        else:
-            out.append(pod.requests.get(name, 0))
-    return out
-
-
 def allocation_matrices(table, idx: np.ndarray, resources, pod_req: list[int], use_requested: bool):
     """Returns (alloc[m, k], requested[m, k], weights[m, 1]) for the m resources kept
     (resource-major: one row per resource over the k candidate nodes)."""
@@ -143,5 +90,4 @@ def go_div(a: np.ndarray, b) -> np.ndarray:
     return np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
 
 
-__all__ = ["DEFAULT_RESOURCES", "EPH", "allocation_matrices", "go_div", "is_extended", "is_scalar",
-           "parse_resources", "pod_request_list"]
+__all__ = ["DEFAULT_RESOURCES", "EPH", "allocation_matrices", "go_div", "parse_resources"]

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...api.podresources import pod_request_list
+from ...api.resourcenames import is_extended, is_scalar
+from ...api.validation import is_qualified_name
 from ...errors import ConfigError
 from ...framework.interface import Plugin
 from ...framework.status import Status
 from ...state.nodetable import CPU, EPH, MEM, PODS
-from .common import allocation_matrices, is_extended, is_qualified_name, is_scalar, parse_resources, \
-    pod_request_list
+from .common import allocation_matrices, parse_resources
 from .strategies import RequestedToCapacityRatio, least_allocated, most_allocated, validate_shape
 
 NAME = "NodeResourcesFit"

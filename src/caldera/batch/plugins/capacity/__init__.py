@@ -19,7 +19,7 @@ SchedulingGatesQueueAdmission).
 """
 from __future__ import annotations
 
-from ...info import JobInfo, QueueInfo, TaskInfo
+from ...api.info import JobInfo, QueueInfo, TaskInfo
 from ..base import PERMIT, REJECT, BatchPlugin
 from ..util import format_resource_names
 from .attrs import QueueAttr, build_flat, build_hierarchy, queue_level

@@ -18,10 +18,10 @@ Two ways to build them, as Volcano does:
 """
 from __future__ import annotations
 
-from ....plugins.noderesources.common import is_scalar
-from ...info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo
-from ...objects import Queue
-from ...resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
+from ....api.resourcenames import is_scalar
+from ...api.info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo
+from ...api.objects import Queue
+from ...api.resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
 from ..util import inqueue_resource
 
 ROOT = "root"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING, RUNNING, TaskInfo
+from ..api.info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING, RUNNING, TaskInfo
 
 if TYPE_CHECKING:
     from .session import Session

@@ -7,12 +7,12 @@ pod without one becomes a group of one (the PodGroup Volcano's controller would 
 """
 from __future__ import annotations
 
-from ..api.loader import Cluster, resolve_priorities
-from ..api.objects import Pod
-from ..errors import InputError
-from .info import COMPLETED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
-from .nodes import BatchNodes
-from .objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup, Queue
+from ...api.loader import Cluster, resolve_priorities
+from ...api.objects import Pod
+from ...errors import InputError
+from ..api.info import COMPLETED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
+from ..api.nodes import BatchNodes
+from ..api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup, Queue
 
 VOLCANO_SCHEDULER = "volcano"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -29,7 +29,7 @@ class Snapshot:
 
 
 def _objects(cluster: Cluster):
-    from .vcjob import expand_job
+    from ..controller.vcjob import expand_job
     pgs, queues, extra_pods = [], [], []
     for seq, (source, doc) in enumerate(cluster.other):
         kind = doc.get("kind")

@@ -41,10 +41,11 @@ import copy
 import re
 from typing import Mapping
 
-from ..api.objects import SYSTEM_PRIORITY_CLASSES
-from ..api.podresources import aggregate_container_requests, parse_resources_nano
-from ..api.quantity import NANO
-from ..errors import InputError
+from ...api.objects import SYSTEM_PRIORITY_CLASSES
+from ...api.podresources import aggregate_container_requests, parse_resources_nano
+from ...api.quantity import NANO
+from ...api.resourcenames import is_extended
+from ...errors import InputError
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -82,11 +83,6 @@ def _strs(d: dict) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in d.items()}
 
 
-def _is_extended(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: not native (has a '/' outside kubernetes.io), no requests. prefix."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
-
-
 def _pod_usage(spec: dict, where: str) -> dict[str, int]:
     """Quota usage of one pod built from a task template, in nano-units per resource name."""
     reqs, lims, ireqs, ilims = [], [], [], []
@@ -117,7 +113,7 @@ def _pod_usage(spec: dict, where: str) -> dict[str, int]:
     for name, v in req.items():
         if name.startswith("hugepages-"):
             usage[name] = usage[f"requests.{name}"] = v
-        elif _is_extended(name):
+        elif is_extended(name):
             usage[f"requests.{name}"] = usage[name] = v
     return usage
 

@@ -6,7 +6,7 @@ are counts, not scans.
 """
 from __future__ import annotations
 
-from ..api.objects import Pod
+from ...api.objects import Pod
 from .objects import PREEMPTABLE_KEY, TASK_PRIORITY_ANNOTATION, TASK_SPEC_KEY, PodGroup, Queue, parse_go_bool
 from .resource import Resource
 

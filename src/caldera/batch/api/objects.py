@@ -4,9 +4,9 @@ Errors name the field and the fix, in one line (the loader adds file and object)
 """
 from __future__ import annotations
 
-from ..api.objects import parse_time, read_meta
-from ..api.podresources import parse_resources
-from ..errors import InputError
+from ...api.objects import parse_time, read_meta
+from ...api.podresources import parse_resources
+from ...errors import InputError
 from .resource import Resource
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api.objects import Node
-from ..state.nodetable import NodeTable
+from ...api.objects import Node
+from ...state.nodetable import NodeTable
 from .info import PIPELINED, RELEASING, TaskInfo
 from .resource import MIN_RESOURCE, Resource, volcano_units
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..plugins.noderesources.common import is_scalar
+from ...api.resourcenames import is_scalar
 
 MIN_RESOURCE = 0.1
 ZERO, INFINITY = 0, -1

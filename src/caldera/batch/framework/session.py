@@ -13,9 +13,9 @@ from typing import Callable
 
 import numpy as np
 
-from .conf import PluginOption, VolcanoConf
-from .info import JobInfo, QueueInfo, TaskInfo
-from .nodes import BatchNodes
+from ..conf import PluginOption, VolcanoConf
+from ..api.info import JobInfo, QueueInfo, TaskInfo
+from ..api.nodes import BatchNodes
 from .statement import Statement
 
 # hook -> the conf flag that gates it (None: always on)
