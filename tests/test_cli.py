@@ -173,3 +173,24 @@ spec: {priority: 5, preemptionPolicy: Never, containers: [{name: c, image: x}]}
 """
     out = json.loads(run("schedule", "-f", write(tmp_path, node + hi), "-o", "json").stdout)
     assert out["bindings"] == [{"pod": "default/newest-high", "node": "n1"}]
+
+
+PODGROUP = """apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pg1, namespace: team}
+spec: {minMember: %s}
+"""
+
+
+def test_volcano_objects_without_volcano_conf_warn(tmp_path):
+    f = write(tmp_path, NODE + "---\n" + PODGROUP % 2)
+    p = run("schedule", "-f", f, "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert "PodGroup team/pg1: Volcano objects are scheduled only with a volcano-scheduler.conf" in p.stderr
+    assert "(no --config was given); ignored" in p.stderr
+    assert json.loads(p.stdout)["podGroups"] == []
+
+
+def test_volcano_objects_without_volcano_conf_are_validated(tmp_path):
+    f = write(tmp_path, NODE + "---\n" + PODGROUP % -2)
+    assert_one_line_error(run("schedule", "-f", f), "PodGroup team/pg1", "spec.minMember")

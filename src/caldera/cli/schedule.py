@@ -10,6 +10,7 @@ from ..api.loader import load_cluster
 from ..configfile import load_config
 from ..engine.oneshot import run_pass
 from ..batch.conf import VolcanoConf
+from ..batch.cache.snapshot import volcano_objects
 from ..batch.runner import run_session
 from ..errors import ConfigError
 from ..plugins.registry import build_registry
@@ -40,8 +41,24 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
             raise ConfigError(f"{config_path}: no profile has schedulerName {scheduler_name!r}; "
                               f"profiles: {[p.scheduler_name for p in config.profiles]}")
     cluster = load_cluster(list(files))
+    _ignore_volcano_objects(cluster, config_path)
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
+
+
+def _ignore_volcano_objects(cluster, config_path) -> None:
+    """Volcano objects given with a kube configuration are validated (a malformed one is still an
+    input error) and then ignored, with a warning each."""
+    if not cluster.other:
+        return
+    volcano_objects(cluster)
+    why = ("--config is a KubeSchedulerConfiguration" if config_path else "no --config was given")
+    for source, doc in cluster.other:
+        meta = doc.get("metadata") or {}
+        ns = meta.get("namespace")
+        cluster.warnings.append(f"{source}: {doc.get('kind')} {ns + '/' if ns else ''}{meta.get('name', '?')}: "
+                                f"Volcano objects are scheduled only with a volcano-scheduler.conf as --config "
+                                f"({why}); ignored")
 
 
 def _emit(result, output):

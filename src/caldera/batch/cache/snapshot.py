@@ -28,7 +28,9 @@ class Snapshot:
         self.foreign_pending: list[Pod] = []
 
 
-def _objects(cluster: Cluster):
+def volcano_objects(cluster: Cluster):
+    """The PodGroups, Queues and the pods of Volcano Jobs in the manifests, parsed and validated
+    (a bad object raises InputError naming its file and the object)."""
     from ..controller.vcjob import expand_job
     pgs, queues, extra_pods = [], [], []
     for seq, (source, doc) in enumerate(cluster.other):
@@ -62,7 +64,7 @@ def _job_priority(pg: PodGroup, cluster: Cluster) -> int:
 
 def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) -> Snapshot:
     snap = Snapshot()
-    pgs, queues, extra_pods = _objects(cluster)
+    pgs, queues, extra_pods = volcano_objects(cluster)
     if extra_pods:
         seen = {p.key for p in cluster.pods}
         for p in extra_pods:
