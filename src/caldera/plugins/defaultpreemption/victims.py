@@ -27,13 +27,6 @@ def importance_key(pod):
     return (-pod.priority, start_time(pod))
 
 
-def more_important(a, b) -> bool:
-    """util.MoreImportantPod(a, b)."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return start_time(a) < start_time(b)
-
-
 def filter_pods_with_pdb_violation(pods, pdbs):
     """Split `pods` (order kept) into (violating, non_violating): a pod violates when evicting it,
     after the pods before it in the list, takes a matching PDB's disruptionsAllowed below 0.
