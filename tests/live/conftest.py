@@ -3,7 +3,12 @@
 `control_plane` (session): builds the binaries once (cached outside the work tree, see
 scripts/control-plane), starts etcd and kube-apiserver on loopback in a temp dir and stops them at
 the end. CALDERA_SKIP_LIVE=1 skips the tests that need it; without that, a build or start failure is
-a test ERROR, never a silent skip. Every test under tests/live carries the `live` marker.
+a test ERROR, never a silent skip.
+
+The `live` marker goes on exactly the tests whose fixture closure includes `control_plane` (directly
+or through k8s_admin, k8s_scheduler, api or any module fixture built on them), so a new test is
+marked by what it uses; the unit tests here (fakes, local stub servers, manifests) are not marked
+and `pytest -m "not live"` runs them.
 """
 from __future__ import annotations
 
@@ -18,11 +23,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "control-plane"
 HERE = Path(__file__).resolve().parent
+CONTROL_PLANE_FIXTURE = "control_plane"   # a test whose fixture closure has it gets `live`
 
 
 def pytest_collection_modifyitems(config, items):
+    # The hook sees the whole session's items; mark only ours that use the control plane.
+    # item.fixturenames is the full closure (fixtures of fixtures, module overrides included).
     for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
+        if (HERE in Path(str(item.fspath)).resolve().parents
+                and CONTROL_PLANE_FIXTURE in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.live)
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import ConfigError
+from .httputil import TEXT_PLAIN, send_body
 
 log = logging.getLogger("caldera.server")
 
@@ -112,15 +113,9 @@ def _handler(server: MetricsServer):
         def log_message(self, fmt, *args):  # keep stderr for the scheduler's own output
             log.debug("%s %s", self.address_string(), fmt % args)
 
-        def _send(self, code: int, body: bytes | str, ctype: str = "text/plain; charset=utf-8") -> None:
-            data = body.encode() if isinstance(body, str) else body
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+        def _send(self, code: int, body: bytes | str, ctype: str = TEXT_PLAIN) -> None:
+            send_body(self, code, body, {"Content-Type": ctype, "X-Content-Type-Options": "nosniff"},
+                      write_body=self.command != "HEAD")
 
         def do_HEAD(self):
             self.do_GET()

@@ -9,6 +9,7 @@ import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from ..httputil import TEXT_PLAIN, send_body
 from .config import MUTATING
 from .kubestatus import status_object
 
@@ -217,19 +218,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._abort()
 
     # ---- injected answers ---------------------------------------------------------------
-    def _send_plain(self, code: int, text: str, headers: dict | None = None) -> None:
-        data = text.encode()
+    def _send(self, code: int, body: bytes | str, headers: dict) -> None:
+        # the API server sends no Server header: status line alone, Date from `headers`
         try:
-            self.send_response_only(code)
-            for k, v in {"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff",
-                         "Date": self.date_time_string(), **(headers or {})}.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_body(self, code, body, headers, server_headers=False)
             self.wfile.flush()
         except OSError:
             self.close_connection = True
+
+    def _send_plain(self, code: int, text: str, headers: dict | None = None) -> None:
+        self._send(code, text, {"Content-Type": TEXT_PLAIN, "X-Content-Type-Options": "nosniff",
+                                "Date": self.date_time_string(), **(headers or {})})
 
     def _send_fault(self, code: int, method: str, path: str, body: bytes | None) -> None:
         if code == 429:
@@ -238,15 +237,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_plain(429, "Too many requests, please try again later.\n", {"Retry-After": retry})
             return
         status = status_object(code, method, path, body)
-        data = json.dumps(status, separators=(",", ":")).encode()
-        try:
-            self.send_response_only(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Cache-Control", "no-cache, private")
-            self.send_header("Date", self.date_time_string())
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True
+        self._send(code, json.dumps(status, separators=(",", ":")).encode(),
+                   {"Content-Type": "application/json", "Cache-Control": "no-cache, private",
+                    "Date": self.date_time_string()})
