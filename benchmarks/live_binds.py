@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from caldera.config.defaults import default_config
-from caldera.plugins.registry import build_registry
 from caldera.live.app import LiveScheduler, RunOptions
 from caldera.live.client import Api
+from caldera.plugins.registry import build_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "control-plane"

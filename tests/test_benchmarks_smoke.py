@@ -74,8 +74,9 @@ def test_batch_session_benchmark_keeps_gangs_whole():
     25 one-GPU pods (200 wanted): whole gangs only. Enqueue admits 7 (overcommit 1.2 x 160 =
     192 GPUs), 4 of them in `production` (weight 1), whose deserved share (60 GPUs) holds 2;
     `research` binds its 3: 5 gangs."""
-    import yaml
     from collections import Counter
+
+    import yaml
 
     from benchmarks import batch_session as bs
     from caldera.batch.actions import ACTIONS

@@ -8,8 +8,16 @@ from fractions import Fraction
 
 import pytest
 
-from caldera.api.quantity import (INT64_MAX, QuantityError, nano_to_milli, nano_to_value, parse_nano,
-                                  parse_quantity, parse_quantity_strict, resource_value)
+from caldera.api.quantity import (
+    INT64_MAX,
+    QuantityError,
+    nano_to_milli,
+    nano_to_value,
+    parse_nano,
+    parse_quantity,
+    parse_quantity_strict,
+    resource_value,
+)
 
 MAX_ALLOWED = Fraction(INT64_MAX)     # apimachinery's maxAllowed (BinarySI cap)
 

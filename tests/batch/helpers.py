@@ -11,7 +11,8 @@ from caldera.api.loader import load_cluster
 from caldera.batch.actions import ACTIONS
 from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
-from caldera.batch.runner import close_session, open_session as _open, run_session
+from caldera.batch.runner import close_session, run_session
+from caldera.batch.runner import open_session as _open
 
 
 def rl(cpu=None, mem=None, extra: dict | None = None) -> dict:
@@ -147,5 +148,17 @@ def outcome(res) -> dict:
             "phase": {g["name"]: g["phase"] for g in d["podGroups"]}}
 
 
-__all__ = ["rl", "pod", "podgroup", "queue", "node", "priority_class", "conf", "cluster", "run",
-           "open_session", "outcome", "close_session"]
+__all__ = [
+    "close_session",
+    "cluster",
+    "conf",
+    "node",
+    "open_session",
+    "outcome",
+    "pod",
+    "podgroup",
+    "priority_class",
+    "queue",
+    "rl",
+    "run",
+]

@@ -5,8 +5,6 @@ BuildNode), its tiers (passed raw in Go: every enable* flag it leaves unset is f
 flag is written here explicitly), the allocate action alone, and its checks: the exact bind map
 (uthelper.CheckBind), no evictions (CheckEvict with ExpectEvictNum 0), and the PodGroup phase or
 task-status counts where the Go case sets ExpectStatus / ExpectTaskStatusNums.
-
-Cases needing a batch plugin that is not written yet skip at the case (pytest.importorskip).
 """
 from __future__ import annotations
 
@@ -15,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from caldera.batch.actions.common import action_arg_bool
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.info import BINDING
+from caldera.batch.conf import FLAGS
 
 from .helpers import conf, node, outcome, pod, podgroup, queue, rl, run
 
@@ -39,18 +37,6 @@ def go_conf(actions: str, *tiers: list, configurations: list | None = None) -> d
     if configurations:
         doc["configurations"] = configurations
     return doc
-
-
-def need_plugins(conf_doc: dict) -> None:
-    """Skip while a plugin module of the conf is not written yet (checked per case)."""
-    for t in conf_doc["tiers"]:
-        for p in t["plugins"]:
-            pytest.importorskip(f"caldera.batch.plugins.{p['name']}")
-
-
-def run_go(docs, conf_doc, **kw):
-    need_plugins(conf_doc)
-    return run(docs, conf_doc, **kw)
 
 
 PODS10 = {"pods": "10"}
@@ -139,7 +125,7 @@ TEST_ALLOCATE = [
 
 @pytest.mark.parametrize("docs,want_bind", TEST_ALLOCATE)
 def test_allocate(docs, want_bind):
-    out = outcome(run_go(docs, ALLOCATE_TIERS))
+    out = outcome(run(docs, ALLOCATE_TIERS))
     assert out["bind"] == want_bind
     assert out["evict"] == []
 
@@ -192,7 +178,7 @@ TEST_FAIR_SHARE = [
 
 @pytest.mark.parametrize("docs,want_bind", TEST_FAIR_SHARE)
 def test_fair_share_allocate(docs, want_bind):
-    out = outcome(run_go(docs, FAIR_SHARE_TIERS))
+    out = outcome(run(docs, FAIR_SHARE_TIERS))
     assert out["bind"] == want_bind
     assert out["evict"] == []
 
@@ -221,7 +207,7 @@ def _pvc_pods():
 def test_allocate_with_pvc_static_pv_matched_but_node_without_enough_resource():
     docs = [podgroup("c1", "pg1", 2, "c1", phase="Inqueue", min_task_member={"": 2}), *_pvc_pods(),
             queue("c1", 1), n("n1", "1", "4Gi")]
-    out = outcome(run_go(docs, PVC_TIERS))
+    out = outcome(run(docs, PVC_TIERS))
     assert out["bind"] == {}
     assert out["evict"] == []
     assert out["phase"]["c1/pg1"] == "Inqueue"          # ExpectStatus
@@ -230,7 +216,7 @@ def test_allocate_with_pvc_static_pv_matched_but_node_without_enough_resource():
 def test_allocate_with_pvc_static_pv_matched_and_node_with_enough_resources():
     docs = [podgroup("c1", "pg1", 2, "c1", phase="Inqueue", min_task_member={"": 2}), *_pvc_pods(),
             queue("c1", 1), n("n2", "2", "4Gi")]
-    res = run_go(docs, PVC_TIERS)
+    res = run(docs, PVC_TIERS)
     job = res.session.jobs["c1/pg1"]
     assert len(job.index.get(BINDING, {})) == 2         # ExpectTaskStatusNums {Binding: 2}
     assert outcome(res)["evict"] == []
@@ -243,7 +229,7 @@ def test_allocate_flat_path_with_nominated_node():
     p = pod("c1", "p1", req=rl("1", "1G"), group="pg1")
     p["status"]["nominatedNodeName"] = "n1"
     docs = [podgroup("c1", "pg1", 1, "c1", phase="Inqueue"), p, n("n1", "2", "4Gi"), queue("c1", 1)]
-    out = outcome(run_go(docs, ALLOCATE_TIERS))
+    out = outcome(run(docs, ALLOCATE_TIERS))
     assert out["bind"] == {"c1/p1": "n1"}
     assert out["evict"] == []
 
@@ -272,7 +258,7 @@ def test_predicate_error_cache_argument_takes_effect(cache, want_bind):
             pod("c1", "p1", req=rl("2", "1G"), group="pg1", labels=role("r")),
             pod("c1", "p2", req=rl("1", "1G"), group="pg1", labels=role("r")),
             n("n1", "2", "4Gi"), n("n2", "1", "4Gi"), queue("c1", 1)]
-    out = outcome(run_go(docs, tiers))
+    out = outcome(run(docs, tiers))
     assert out["bind"] == want_bind
 
 
@@ -290,4 +276,4 @@ def test_allocate_tries_nominated_node_first(nominated, want):
             podgroup("c1", "run", 1, "c1", phase="Running"),
             pod("c1", "busy", node="n1", phase="Running", req=rl("2", "4Gi"), group="run"),
             p, n("n1", "4", "8Gi"), n("n2", "4", "8Gi"), queue("c1", 1)]
-    assert outcome(run_go(docs, ALLOCATE_TIERS))["bind"] == {"c1/p1": want}
+    assert outcome(run(docs, ALLOCATE_TIERS))["bind"] == {"c1/p1": want}

@@ -4,8 +4,6 @@ through one session, with the scenario's expectations (exact binds, unbound pods
 PodGroup phase)."""
 from __future__ import annotations
 
-import pytest
-
 from .helpers import node, outcome, pod, podgroup, queue, rl, run
 
 ONE_JOB_TWO_PODS_CONF = """
@@ -61,13 +59,7 @@ tiers:
 """
 
 
-def _need(*names):
-    for name in names:
-        pytest.importorskip(f"caldera.batch.plugins.{name}")
-
-
 def test_scenario_allocate_one_job_two_pods():
-    _need("gang", "drf", "proportion", "predicates", "nodeorder")
     docs = [podgroup("c1", "pg1", 0, "c1", phase="Inqueue"),
             pod("c1", "p1", req=rl("1", "1G"), group="pg1"),
             pod("c1", "p2", req=rl("1", "1G"), group="pg1"),
@@ -79,7 +71,6 @@ def test_scenario_allocate_one_job_two_pods():
 
 
 def test_scenario_default_gang_fragmented_none_bound():
-    _need("priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder")
     docs = [queue("q1", 1),
             *[node(f"n{i}", rl("5", "8Gi")) for i in (1, 2, 3)],
             podgroup("ns1", "gang", 4, "q1", phase="Pending", min_resources=rl("12", "4Gi")),

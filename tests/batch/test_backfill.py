@@ -3,11 +3,9 @@
 Session.Allocate (marked as such: the Go file has no Execute case outside sharding)."""
 from __future__ import annotations
 
-import pytest
-
 from caldera.batch.actions.backfill import _pending_tasks
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.info import ALLOCATED, PENDING, PIPELINED
+from caldera.batch.conf import FLAGS
 
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run
 
@@ -20,11 +18,6 @@ def plugin(name: str, **on: bool) -> dict:
 
 def go_conf(actions: str, *plugins: dict) -> dict:
     return {"actions": actions, "tiers": [{"plugins": list(plugins)}]}
-
-
-def need(*names):
-    for name in names:
-        pytest.importorskip(f"caldera.batch.plugins.{name}")
 
 
 # ---- TestPickUpPendingTasks ------------------------------------------------------------------
@@ -67,7 +60,6 @@ def _pickup_docs(nodes):
 def test_pick_up_pending_tasks_go_objects():
     """The Go case exactly: no nodes. Go's stmt.Pipeline(task, "node1") finds no node1, fails and
     rolls back (unPipeline), so the 'pipelined' pods are pending again when pickUpPendingTasks runs."""
-    need("priority", "drf")
     docs, _ = _pickup_docs([])
     ssn = open_session(docs, PICKUP_TIERS)
     assert [t.name for t in _pending_tasks(ssn)] == PICKUP_EXPECTED
@@ -77,7 +69,6 @@ def test_pick_up_pending_tasks_with_real_pipelines():
     """The same objects plus node1, so the pipelines really happen: best-effort pipelined tasks
     are un-pipelined and picked up with the pending ones, in queue/job/task order; the others
     stay pipelined."""
-    need("priority", "drf")
     docs, piped = _pickup_docs([node("node1", rl("100", "100Gi"))])
     ssn = open_session(docs, PICKUP_TIERS)
     i = ssn.nodes.by_name["node1"].i
@@ -100,7 +91,6 @@ BACKFILL_TIERS = go_conf("backfill",
 def test_backfill_binds_best_effort_without_resource_accounting():
     """A best-effort pod goes to a node that passes the predicates even with no idle CPU left;
     a pod with requests is not backfill's (allocate's) and stays pending."""
-    need("gang", "predicates")
     docs = [queue("q1", 1),
             podgroup("ns", "pg", 1, "q1", phase="Inqueue"),
             podgroup("ns", "run", 1, "q1", phase="Running"),
@@ -114,7 +104,6 @@ def test_backfill_binds_best_effort_without_resource_accounting():
 
 
 def test_backfill_respects_node_selector():
-    need("gang", "predicates")
     docs = [queue("q1", 1), podgroup("ns", "pg", 1, "q1", phase="Inqueue"),
             pod("ns", "be", group="pg", selector={"zone": "b"}),
             node("n1", rl("4", "4Gi"), labels={"zone": "a"}), node("n2", rl("4", "4Gi"), labels={"zone": "b"})]
@@ -123,7 +112,6 @@ def test_backfill_respects_node_selector():
 
 def test_backfill_skips_pending_podgroup():
     """job.IsPending(): a PodGroup still Pending is not backfilled."""
-    need("gang", "predicates")
     docs = [queue("q1", 1), podgroup("ns", "pg", 1, "q1", phase="Pending"),
             pod("ns", "be", group="pg"), node("n1", rl("4", "4Gi"))]
     assert outcome(run(docs, BACKFILL_TIERS))["bind"] == {}
@@ -134,7 +122,6 @@ def test_backfill_binds_only_once_gang_ready():
     best-effort tasks count as ready (JobInfo.IsReady), so the gang is made of one best-effort pod
     and one pod with requests that does not fit: after backfill allocates the best-effort pod,
     1 ready < minMember 2, nothing is bound and the task stays Allocated on n1."""
-    need("gang", "predicates")
     docs = [queue("q1", 1), podgroup("ns", "pg", 2, "q1", phase="Inqueue"),
             pod("ns", "a", group="pg"),
             pod("ns", "big", req=rl("64", "1Gi"), group="pg"),
@@ -148,7 +135,6 @@ def test_backfill_binds_only_once_gang_ready():
 def test_backfill_gang_counts_pending_best_effort_as_ready():
     """minMember 3 with three best-effort pods, two of which no node accepts: the first one is
     bound at once, because the two still-pending best-effort tasks count toward readiness."""
-    need("gang", "predicates")
     docs = [queue("q1", 1), podgroup("ns", "pg", 3, "q1", phase="Inqueue"),
             pod("ns", "a", group="pg"),
             pod("ns", "b", group="pg", selector={"zone": "nowhere"}),

@@ -7,20 +7,15 @@ import importlib
 
 import pytest
 
+from caldera.batch.api.resource import MAXF, Resource
 from caldera.batch.conf import FLAGS
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT, BatchPlugin
 from caldera.batch.plugins.capacity import CapacityPlugin
 from caldera.batch.plugins.capacity.attrs import QueueAttr
-from caldera.batch.api.resource import MAXF, Resource
 from caldera.errors import ConfigError
 
 from .helpers import node, open_session, outcome, pod, podgroup, queue, run
-
-
-def _need(*mods: str) -> None:
-    for m in mods:
-        pytest.importorskip(m)
 
 
 def R(cpu: str = "", mem: str = "", extra: dict | None = None) -> dict:
@@ -170,7 +165,6 @@ FLAT_CASES = [
 
 @pytest.mark.parametrize("name,docs,want", FLAT_CASES, ids=[c[0].split(":")[0] for c in FLAT_CASES])
 def test_on_session_open_without_hierarchy(name, docs, want):
-    _need("caldera.batch.actions.reclaim", "caldera.batch.plugins.predicates", "caldera.batch.plugins.gang")
     check(run(docs, FLAT_CONF), **want)
 
 
@@ -310,7 +304,6 @@ HIER_CASES = [
 
 @pytest.mark.parametrize("name,docs,want", HIER_CASES, ids=[c[0].split(":")[0] for c in HIER_CASES])
 def test_on_session_open_with_hierarchy(name, docs, want):
-    _need("caldera.batch.actions.reclaim", "caldera.batch.plugins.predicates", "caldera.batch.plugins.gang")
     check(run(docs, HIER_CONF), **want)
 
 
@@ -432,8 +425,6 @@ ANCESTOR_CASES = [
 @pytest.mark.parametrize("name,level,prio,docs,want", ANCESTOR_CASES,
                          ids=[c[0].split(":")[0] for c in ANCESTOR_CASES])
 def test_ancestor_reclaim_scenarios(name, level, prio, docs, want):
-    _need("caldera.batch.actions.reclaim", "caldera.batch.plugins.predicates", "caldera.batch.plugins.gang",
-          "caldera.batch.plugins.priority")
     check(run(docs, ancestor_conf(level, prio)), **want)
 
 
@@ -450,7 +441,6 @@ NIL_CONF = go_conf("allocate", [
      pg("pg-orphan", "deleted-queue", "Inqueue"), hq("root", "")],
 ], ids=["no root queue", "job references a deleted queue"])
 def test_hierarchy_nil_safety(docs):
-    _need("caldera.batch.plugins.predicates", "caldera.batch.plugins.gang")
     check(run(docs, NIL_CONF))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from caldera.api.objects import Pod
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.info import TaskInfo
+from caldera.batch.conf import FLAGS
 from caldera.batch.plugins.base import PERMIT
 
 from .helpers import node, open_session, pod, queue, rl

@@ -114,7 +114,6 @@ def go_tiers(with_proportion: bool) -> VolcanoConf:
 
 @pytest.mark.parametrize("build,expected", HDRF_CASES)
 def test_hdrf_go(build, expected):
-    pytest.importorskip("caldera.batch.plugins.proportion")
     res = run_session(cluster(build()), go_tiers(True))
     assert allocations(res) == expected
 

@@ -4,20 +4,20 @@
 registered function read off gang.go, and end-to-end sessions."""
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from caldera.api.objects import Pod
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.fiterrors import UNSCHEDULABLE, FitErrors
 from caldera.batch.api.info import ALLOCATED, BINDING, PENDING, PIPELINED, RELEASING, RUNNING, JobInfo, TaskInfo
 from caldera.batch.api.objects import PodGroup
-from caldera.batch.plugins import PLUGINS
-from caldera.batch.plugins.base import PERMIT, REJECT
-from caldera.batch.plugins.gang import (gang_event_message, gang_unschedulable_message,
-                                        should_skip_unschedulable_for_releasing)
 from caldera.batch.api.reasons import job_fit_error, task_scheduling_reason
+from caldera.batch.conf import FLAGS
+from caldera.batch.plugins.base import PERMIT, REJECT
+from caldera.batch.plugins.gang import (
+    gang_event_message,
+    gang_unschedulable_message,
+    should_skip_unschedulable_for_releasing,
+)
 
 from .helpers import close_session, node, open_session, outcome, pod, podgroup, queue, rl, run
 
@@ -310,19 +310,7 @@ tiers:
 """
 
 
-def _default_plugins_available() -> bool:
-    try:
-        for name in ("overcommit", "drf", "predicates", "proportion", "nodeorder"):
-            importlib.import_module(f"caldera.batch.plugins.{PLUGINS[name].split(':')[0]}")
-    except ImportError:
-        return False
-    return True
-
-
-CONFS = [pytest.param(FIRST_TIER_ONLY, id="first-tier"),
-         pytest.param(DEFAULT_CONF, id="default-conf",
-                      marks=pytest.mark.skipif(not _default_plugins_available(),
-                                               reason="default-conf plugins not implemented yet"))]
+CONFS = [pytest.param(FIRST_TIER_ONLY, id="first-tier"), pytest.param(DEFAULT_CONF, id="default-conf")]
 
 
 @pytest.mark.parametrize("conf_text", CONFS)

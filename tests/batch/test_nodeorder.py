@@ -16,7 +16,7 @@ WEIGHT_KEYS = ("leastrequested.weight", "mostrequested.weight", "balancedresourc
 
 
 def _conf(weights: dict, all_keys=True):
-    args = {k: 0 for k in WEIGHT_KEYS} if all_keys else {}
+    args = dict.fromkeys(WEIGHT_KEYS, 0) if all_keys else {}
     args.update(weights)
     return {"actions": "allocate", "tiers": [{"plugins": [
         {"name": "gang", "enableJobReady": True, "enableJobOrder": False, "enableJobPipelined": False,

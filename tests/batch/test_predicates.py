@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.fiterrors import NODE_POD_NUMBER_EXCEEDED, UNRESOLVABLE, UNSCHEDULABLE
+from caldera.batch.conf import FLAGS
 from caldera.batch.plugins.predicates import PredicatesPlugin
 from caldera.errors import ConfigError
 from caldera.framework.interface import CycleState
@@ -35,10 +35,6 @@ HOST = "kubernetes.io/hostname"
 WORKER_ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
     {"labelSelector": {"matchExpressions": [{"key": "role", "operator": "In", "values": ["worker"]}]},
      "topologyKey": HOST}]}}
-
-
-def _pods10(cpu, mem, labels=None, pods="10", **kw):
-    return rl(cpu, mem, {"pods": pods})
 
 
 # ---- TestEventHandler --------------------------------------------------------------------------

@@ -11,7 +11,6 @@ Not ported:
   enableTopologyAwarePreemption=true, which Caldera does not implement (it is a ConfigError here).
 - preempt_shard_test.go: scheduler sharding does not exist in Caldera.
 - BenchmarkNormalPreemptPredicateRecheck: a benchmark, not a test.
-Cases needing a batch plugin that is not written yet skip (pytest.importorskip).
 """
 from __future__ import annotations
 
@@ -19,9 +18,9 @@ import numpy as np
 import pytest
 
 from caldera.batch import runner
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.fiterrors import UNRESOLVABLE, UNSCHEDULABLE
 from caldera.batch.api.info import RELEASING
+from caldera.batch.conf import FLAGS
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import BatchPlugin, Predicate
 from caldera.errors import ConfigError
@@ -48,15 +47,6 @@ def go_conf(plugins: list[dict], args: dict | None = None, actions: str = "preem
     doc = {"actions": actions, "tiers": [{"plugins": [{**ALL_OFF, **p} for p in plugins]}]}
     doc["configurations"] = [{"name": "preempt", "arguments": dict(args or {"enableTopologyAwarePreemption": False})}]
     return doc
-
-
-BUILTIN = frozenset(PLUGINS)
-
-
-def need(plugins: list[dict]) -> None:
-    for p in plugins:
-        if p["name"] in BUILTIN:
-            pytest.importorskip(f"caldera.batch.plugins.{p['name']}")
 
 
 def n(name, cpu, mem, pods="10", labels=None):
@@ -167,7 +157,6 @@ CASES = [
 
 @pytest.mark.parametrize("docs,evicted,pipelined", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_preempt(docs, evicted, pipelined):
-    need(TIER)
     out = outcome(run(PCS + docs, go_conf(TIER)))
     assert out["evict"] == sorted(evicted)
     assert out["pipeline"] == pipelined
@@ -175,7 +164,6 @@ def test_preempt(docs, evicted, pipelined):
 
 
 def test_evictions_carry_reason_preempt():
-    need(TIER)
     docs = CASES[3][1]
     res = run(PCS + docs, go_conf(TIER))
     assert sorted((e["pod"], e["node"], e["reason"]) for e in res.evictions) == [
@@ -235,7 +223,6 @@ DEVICE_CASE = PCS + [pg("pg-low", "q1", 1, {"": 1}, "low-priority"), pg("pg-high
 def test_normal_preempt_rechecks_predicate_after_eviction(device_plugin):
     """TestNormalPreemptRechecksPredicateAfterEviction: the node has room, but the predicate
     (plain Unschedulable, so the node stays a candidate) passes only once the victim releases."""
-    need(device_tier())
     out = outcome(run(DEVICE_CASE, go_conf(device_tier())))
     assert out["evict"] == ["c1/preemptee"]
     assert out["pipeline"] == {"c1/preemptor": "n1"}
@@ -244,7 +231,6 @@ def test_normal_preempt_rechecks_predicate_after_eviction(device_plugin):
 def test_unresolvable_predicate_failure_rules_the_node_out(device_plugin):
     """PredicateForPreemptAction: the same situation with an UnschedulableAndUnresolvable status:
     the node is no candidate, nothing is evicted or pipelined."""
-    need(device_tier())
     out = outcome(run(DEVICE_CASE, go_conf(device_tier("unresolvable"))))
     assert out["evict"] == [] and out["pipeline"] == {}
 
@@ -270,7 +256,6 @@ def test_unresolvable_fit_errors_exclude_nodes():
 
 
 def test_topology_aware_preemption_is_rejected():
-    need(TIER)
     with pytest.raises(ConfigError, match="enableTopologyAwarePreemption"):
         run(PCS + CASES[2][1], go_conf(TIER, {"enableTopologyAwarePreemption": True}))
 
@@ -281,7 +266,6 @@ NO_GANG = [p for p in TIER if p["name"] != "gang"]
 def test_intra_job_preemption_evicts_lower_priority_task_of_same_job():
     """Phase 2 (between tasks of one job): a pending high-priority task evicts a lower-priority
     running task of its own job; committed at once. (Phase 1 finds no other job to preempt.)"""
-    need(NO_GANG)
     docs = PCS + [pg("pg1", "q1", 1, {}, "low-priority"),
                   running("low", "n1", "1", "1G", "pg1", PREEMPTABLE, priority=1),
                   running("other", "n1", "1", "1G", "pg1", NOT_PREEMPTABLE, priority=1),
@@ -295,7 +279,6 @@ def test_intra_job_preemption_evicts_lower_priority_task_of_same_job():
 
 
 def test_preemption_policy_never_on_intra_job_preemptor():
-    need(NO_GANG)
     docs = PCS + [pg("pg1", "q1", 1, {}, "low-priority"),
                   running("low", "n1", "1", "1G", "pg1", PREEMPTABLE, priority=1),
                   pending("high", "1", "1G", "pg1", priority=HIGH, preemptionPolicy="Never"),

@@ -1,16 +1,14 @@
 """priority plugin: port of volcano pkg/scheduler/plugins/priority/priority_test.go (TestPreempt, at
-the plugin level and, once the preempt action exists, end to end), plus table tests of each
-registered function read off priority.go. TestUnifiedEvictableFn_GangReclaimPermitsAll is not
-ported: Caldera has no UnifiedEvictable hook (no gangpreempt/gangreclaim actions)."""
+the plugin level and end to end), plus table tests of each registered function read off
+priority.go. TestUnifiedEvictableFn_GangReclaimPermitsAll is not ported: Caldera has no
+UnifiedEvictable hook (no gangpreempt/gangreclaim actions)."""
 from __future__ import annotations
-
-import importlib.util
 
 import pytest
 
 from caldera.api.objects import Pod
-from caldera.batch.conf import FLAGS
 from caldera.batch.api.info import PIPELINED, RUNNING, TaskInfo
+from caldera.batch.conf import FLAGS
 from caldera.batch.plugins.base import PERMIT
 
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run
@@ -67,8 +65,6 @@ def test_preempt_victims_plugin_level(enabled, expected):
         assert ssn.task_order_less(t["preemptee2"], t["preemptee1"])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("caldera.batch.actions.preempt") is None,
-                    reason="preempt action not implemented yet")
 @pytest.mark.parametrize("enabled,evicted,pipelined", [
     (True, ["ns1/preemptee1"], {"ns2/preemptor1": "node1"}),
     (False, [], {}),

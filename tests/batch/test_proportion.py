@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from caldera.batch.api.resource import MAXF, Resource
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import PERMIT, REJECT, BatchPlugin
-from caldera.batch.api.resource import MAXF, Resource
 
 from . import helpers
 from .helpers import node, open_session, outcome, pod, podgroup, priority_class, queue, rl, run
@@ -206,8 +206,6 @@ def allocate_priority_docs():
 @pytest.mark.parametrize("actions", ["allocate", "allocate, reclaim"])
 def test_allocate_in_queue_priority_order(actions):
     """case0: Pods are assigned according to the order of Queue Priority in which PGs are placed."""
-    if "reclaim" in actions:
-        pytest.importorskip("caldera.batch.actions.reclaim")
     res = run(allocate_priority_docs(), conf_text(actions, ("proportion", {"enableQueueOrder": True})))
     out = outcome(res)
     assert out["bind"] == {"ns1/p3": "n2"}

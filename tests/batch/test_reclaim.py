@@ -6,21 +6,18 @@ tier's entries (and flags) for its own plugins only; every flag the Go test leav
 Go checks the evicted set; the pipelined reclaimers are asserted too (read off reclaim.go).
 
 Not ported: reclaim_shard_test.go (scheduler sharding does not exist in Caldera).
-Cases needing a batch plugin that is not written yet skip (pytest.importorskip).
 """
 from __future__ import annotations
 
 import pytest
 
 from caldera.batch.conf import FLAGS
-from caldera.batch.plugins import PLUGINS
 
 from .helpers import node, outcome, pod, podgroup, priority_class, queue, rl, run
 
 ALL_OFF = {k: False for k in FLAGS if k not in ("enableHierarchy", "enabledClusterOrder")}
 PREEMPTABLE = {"volcano.sh/preemptable": "true"}
 NOT_PREEMPTABLE = {"volcano.sh/preemptable": "false"}
-BUILTIN = frozenset(PLUGINS)
 
 # TestReclaim's tier, in order
 TIER = [
@@ -144,8 +141,6 @@ CASES = [
 
 @pytest.mark.parametrize("registered,docs,evicted,pipelined", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_reclaim(registered, docs, evicted, pipelined):
-    for name in registered & BUILTIN:
-        pytest.importorskip(f"caldera.batch.plugins.{name}")
     res = run(docs, go_conf(registered))
     out = outcome(res)
     assert out["evict"] == sorted(evicted)
@@ -156,8 +151,6 @@ def test_reclaim(registered, docs, evicted, pipelined):
 
 def test_reclaim_skips_queues_that_are_not_reclaimable():
     """A Running task in a queue with spec.reclaimable=false is never a reclaimee."""
-    for name in CGP:
-        pytest.importorskip(f"caldera.batch.plugins.{name}")
     docs = CASES[0][2][:-2] + [queue("q1", 1, reclaimable=False), queue("q2", 1)]
     out = outcome(run(docs, go_conf(CGP)))
     assert out["evict"] == [] and out["pipeline"] == {}
@@ -170,8 +163,6 @@ def test_reclaim_skips_queues_that_are_not_reclaimable():
 def test_reclaim_takes_from_other_queues_only(victim_queue, evicted, pipelined):
     """Reclaimees come from other queues only (conformance and gang alone, so no queue share
     vetoes anything): victims in the reclaimer's own queue are left alone."""
-    for name in ("conformance", "gang"):
-        pytest.importorskip(f"caldera.batch.plugins.{name}")
     docs = [pg("pg1", victim_queue, 1, "low-priority"), pg("pg2", "q1", 1, "high-priority"),
             running("preemptee1", "n1", "1", "1G", "pg1", PREEMPTABLE),
             running("preemptee2", "n1", "1", "1G", "pg1", PREEMPTABLE),

@@ -6,8 +6,15 @@ from __future__ import annotations
 import pytest
 
 from caldera.config.defaults import default_config, default_plugins
-from caldera.config.expand import (EXTENSION_POINTS, MULTI_POINT, PluginSet, PluginSetError, expand_plugins,
-                                   merge_plugin_set, merge_plugins)
+from caldera.config.expand import (
+    EXTENSION_POINTS,
+    MULTI_POINT,
+    PluginSet,
+    PluginSetError,
+    expand_plugins,
+    merge_plugin_set,
+    merge_plugins,
+)
 from caldera.config.loader import load_kube_config
 from caldera.config.types import PluginRef
 from caldera.plugins.registry import build_registry

@@ -12,8 +12,8 @@ from caldera.config.loader import load_kube_config
 from caldera.engine.scheduler import Scheduler
 from caldera.errors import ConfigError
 from caldera.framework.interface import Plugin
-from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import default_normalize
+from caldera.plugins.registry import build_registry
 
 from ..builders import make_node, make_pod, make_table, run_score
 from .kube_stubs import as_lists

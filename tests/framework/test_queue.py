@@ -4,8 +4,17 @@ import math
 import pytest
 
 from caldera.framework.interface import QueuedPodInfo
-from caldera.framework.queue import (ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue,
-                                     hints_from_plugins, matches, pod_update_events)
+from caldera.framework.queue import (
+    ACTIVE,
+    BACKOFF,
+    GATED,
+    IN_FLIGHT,
+    UNSCHEDULABLE,
+    SchedulingQueue,
+    hints_from_plugins,
+    matches,
+    pod_update_events,
+)
 from caldera.framework.status import Status
 from caldera.plugins.queuesort import PrioritySort
 from caldera.plugins.schedulinggates import SchedulingGates
@@ -607,7 +616,8 @@ def test_update_with_several_events_moves_once():
 
 
 # ---- property: no pod is lost or duplicated -------------------------------------------------------
-from hypothesis import settings, strategies as st                                  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule  # noqa: E402
 
 N_PODS = 6

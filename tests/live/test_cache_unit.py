@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from caldera.config.defaults import default_config
-from caldera.plugins.registry import build_registry
-from caldera.live.cache import ClusterCache, node_update_events
 from caldera.api.objects import Node
+from caldera.config.defaults import default_config
+from caldera.live.cache import ClusterCache, node_update_events
+from caldera.plugins.registry import build_registry
 
 
 def node(name, cpu="4", labels=None, taints=None, unschedulable=False):
@@ -143,9 +143,10 @@ def test_node_update_events_name_what_changed():
 
 
 def test_extension_point_and_plugin_metrics_are_recorded():
-    from caldera.live.metrics import SchedulerMetrics
-    from caldera.live.instrument import instrument
     from prometheus_client import generate_latest
+
+    from caldera.live.instrument import instrument
+    from caldera.live.metrics import SchedulerMetrics
 
     cache, loop = make_cache()
     m = SchedulerMetrics(sample_percent=100)

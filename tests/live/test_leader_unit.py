@@ -5,7 +5,7 @@ import copy
 import random
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -16,7 +16,7 @@ from caldera.live.leader import LeaderElectionConfig, LeaderElector, default_ide
 NS, NAME = "kube-system", "caldera"
 PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{NAME}"
 COLLECTION = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
-EPOCH = datetime(2030, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 class FakeClock:

@@ -12,11 +12,24 @@ from caldera.batch.actions import ACTIONS
 from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
 from caldera.configfile import load_config
-from caldera.plugins.registry import build_registry
 from caldera.live.client import Api
+from caldera.plugins.registry import build_registry
 
-from .kube import (ROOT, admin_api, apply_manifest, create_node, create_pod, delete_nodes, events_for, get_pod,
-                   install_crds, live_scheduler, namespace, tag, wait_until)
+from .kube import (
+    ROOT,
+    admin_api,
+    apply_manifest,
+    create_node,
+    create_pod,
+    delete_nodes,
+    events_for,
+    get_pod,
+    install_crds,
+    live_scheduler,
+    namespace,
+    tag,
+    wait_until,
+)
 from .test_run_batch_live import CONF, create_gang
 
 

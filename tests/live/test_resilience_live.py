@@ -10,12 +10,20 @@ import time
 import urllib.request
 from pathlib import Path
 
-
 from caldera.live.client import Api
 from caldera.live.faultproxy import FaultProxy
 
-from .kube import (create_node, create_pod, delete_nodes, kube_profile, list_pods, live_scheduler,
-                   namespace, tag, wait_until)
+from .kube import (
+    create_node,
+    create_pod,
+    delete_nodes,
+    kube_profile,
+    list_pods,
+    live_scheduler,
+    namespace,
+    tag,
+    wait_until,
+)
 
 
 def _bound(api, ns):

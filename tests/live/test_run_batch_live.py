@@ -11,8 +11,18 @@ from caldera.batch.actions import ACTIONS
 from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
 
-from .kube import (admin_api, create_node, delete_nodes, get_pod, install_crds, live_scheduler, namespace,
-                   pod_body, tag, wait_until)
+from .kube import (
+    admin_api,
+    create_node,
+    delete_nodes,
+    get_pod,
+    install_crds,
+    live_scheduler,
+    namespace,
+    pod_body,
+    tag,
+    wait_until,
+)
 
 CONF = """
 actions: "enqueue, allocate, backfill"

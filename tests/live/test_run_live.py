@@ -1,8 +1,18 @@
 """`caldera run` against a real etcd + kube-apiserver: binds, conditions, events, preemption."""
 from __future__ import annotations
 
-from .kube import (create_node, create_pod, delete_nodes, events_for, get_pod, kube_profile, live_scheduler,
-                   namespace, tag, wait_until)
+from .kube import (
+    create_node,
+    create_pod,
+    delete_nodes,
+    events_for,
+    get_pod,
+    kube_profile,
+    live_scheduler,
+    namespace,
+    tag,
+    wait_until,
+)
 
 
 def test_binds_its_pods_and_only_its_pods(api, tmp_path):

@@ -7,9 +7,9 @@ from caldera.api.pdb import PodDisruptionBudget
 from caldera.config.types import PluginRef, Profile, SchedulerConfig
 from caldera.engine.scheduler import Scheduler
 from caldera.framework.interface import Plugin
-from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import Diagnosis
 from caldera.framework.status import Code, Status
+from caldera.plugins.registry import build_registry
 
 from ..builders import make_node, make_table, pod_dict
 
@@ -64,7 +64,7 @@ def pdb(selector=None, allowed=None, disrupted=(), ns="default", name="pdb"):
     if allowed is not None:
         status["disruptionsAllowed"] = allowed
     if disrupted:
-        status["disruptedPods"] = {n: "2024-01-01T00:00:00Z" for n in disrupted}
+        status["disruptedPods"] = dict.fromkeys(disrupted, "2024-01-01T00:00:00Z")
     if status:
         raw["status"] = status
     return PodDisruptionBudget(raw)

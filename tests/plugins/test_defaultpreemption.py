@@ -5,11 +5,8 @@ TestPodEligibleToPreemptOthers, TestPreempt) and preemption_test.go
 FailedScheduling message when preemption does not help.
 
 Cases that need scheduler extenders, PreFilterExtensions errors or pod groups are not reproduced
-(caldera has none of these). Cases that need InterPodAffinity / PodTopologySpread run once those
-plugins are implemented."""
+(caldera has none of these)."""
 from __future__ import annotations
-
-import importlib
 
 import pytest
 
@@ -18,19 +15,30 @@ from caldera.framework.status import Code, Status
 from caldera.plugins.defaultpreemption.candidates import dry_run_preemption
 from caldera.plugins.defaultpreemption.pick import select_candidate
 
-from .defaultpreemption_helpers import (FIT, HIGH, LARGE, LOW, MEDIUM, MID, NEG, NODE_RES, ONE_POD, SMALL,
-                                        VERY_HIGH, VERY_LARGE, build, by_name, diagnosis, epoch,
-                                        node, pdb, pod, summary, table_snapshot, topo_node)
-
-
-def _placeholder(mod: str) -> bool:
-    return (importlib.import_module(mod).__doc__ or "").startswith("PLACEHOLDER")
-
-
-needs_ipa = pytest.mark.skipif(_placeholder("caldera.plugins.interpodaffinity.plugin"),
-                               reason="InterPodAffinity not implemented yet")
-needs_pts = pytest.mark.skipif(_placeholder("caldera.plugins.podtopologyspread.plugin"),
-                               reason="PodTopologySpread not implemented yet")
+from .defaultpreemption_helpers import (
+    FIT,
+    HIGH,
+    LARGE,
+    LOW,
+    MEDIUM,
+    MID,
+    NEG,
+    NODE_RES,
+    ONE_POD,
+    SMALL,
+    VERY_HIGH,
+    VERY_LARGE,
+    build,
+    by_name,
+    diagnosis,
+    epoch,
+    node,
+    pdb,
+    pod,
+    summary,
+    table_snapshot,
+    topo_node,
+)
 
 U = Status.unschedulable
 UU = Status.unresolvable
@@ -211,7 +219,6 @@ def test_dry_run_preemption(case):
     _run_dry(*case[1:])
 
 
-@needs_ipa
 def test_dry_run_pod_with_anti_affinity_is_preempted():
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}, "topologyKey": "hostname"}]}}
@@ -228,7 +235,6 @@ def _spread(key):
             "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}}
 
 
-@needs_pts
 def test_dry_run_preemption_to_resolve_pod_topology_spread_filter_failure():
     _run_dry(["FakeFilter", "PodTopologySpread"], Code.SUCCESS, ["node-a/zone1", "node-b/zone1", "node-x/zone2"],
              [pod("p", prio=HIGH, labels={"foo": ""}, topology_spread=[_spread("zone"), _spread("hostname")])],

@@ -10,8 +10,8 @@ import pytest
 from caldera.plugins.defaultpreemption.candidates import dry_run_preemption, fit_error_message
 from caldera.plugins.defaultpreemption.fast import build as build_fast
 
-from .defaultpreemption_helpers import build, pdb, pod
 from ..builders import make_node
+from .defaultpreemption_helpers import build, pdb, pod
 
 FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit")
 

@@ -10,15 +10,31 @@ from caldera.config.defaults import default_config
 from caldera.engine.oneshot import run_pass
 from caldera.errors import ConfigError, InputError
 from caldera.framework.interface import CycleState
-from caldera.plugins.registry import build_registry
 from caldera.framework.runtime import Diagnosis
 from caldera.framework.status import Code, Status
 from caldera.plugins.defaultpreemption.candidates import Candidate, potential_nodes
 from caldera.plugins.defaultpreemption.pick import pick_one_node_for_preemption
 from caldera.plugins.defaultpreemption.plugin import DefaultPreemption
+from caldera.plugins.registry import build_registry
 
-from .defaultpreemption_helpers import (HIGH, LARGE, LOW, MEDIUM, MID, SMALL, VERY_LARGE, all_unschedulable, build,
-                                        diagnosis, epoch, node, pdb, pod, table_snapshot, topo_node)
+from .defaultpreemption_helpers import (
+    HIGH,
+    LARGE,
+    LOW,
+    MEDIUM,
+    MID,
+    SMALL,
+    VERY_LARGE,
+    all_unschedulable,
+    build,
+    diagnosis,
+    epoch,
+    node,
+    pdb,
+    pod,
+    table_snapshot,
+    topo_node,
+)
 
 U = Status.unschedulable
 UU = Status.unresolvable

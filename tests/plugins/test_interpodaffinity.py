@@ -16,9 +16,8 @@ import pytest
 
 from caldera.errors import ConfigError
 from caldera.framework.interface import CycleState
-from caldera.framework.status import Code, Status
-from caldera.plugins.interpodaffinity.filtering import (ERR_AFFINITY, ERR_ANTI_AFFINITY,
-                                                        ERR_EXISTING_ANTI_AFFINITY)
+from caldera.framework.status import Status
+from caldera.plugins.interpodaffinity.filtering import ERR_AFFINITY, ERR_ANTI_AFFINITY, ERR_EXISTING_ANTI_AFFINITY
 from caldera.plugins.interpodaffinity.scoring import normalize
 
 from ..builders import make_node, make_pod, make_scheduler, make_table
@@ -182,7 +181,7 @@ SINGLE = [
      lambda: [pod(POD_LABEL, "node1", aff=affinity(None, [term(SVC_IN, "zone")]))], None, EXIST),
     ("pod matches its own NotIn term but another pod matches elsewhere (off-table) -> no self match",
      lambda: pod(POD_LABEL, aff=affinity([term(sel(notin("service", "securityscan", "value2")), "region")])),
-     lambda: [], None, AFF),
+     list, None, AFF),
     ("existing anti-affinity respected when pod has none", lambda: pod(POD_LABEL),
      lambda: [pod(POD_LABEL, "node1", aff=affinity(None, [term(SVC_IN, "zone")]))], None, EXIST),
     ("existing anti-affinity not matching -> Skip", lambda: pod(POD_LABEL),
@@ -208,10 +207,10 @@ SINGLE = [
     ("invalid affinity label value fails PreFilter", lambda: pod(POD_LABEL, aff=affinity([
         term(sel(in_("service", "{{.bad-value.}}")), "region"),
         term(sel(in_("service", "antivirusscan", "value2")), "node")])),
-     lambda: [], Status.unresolvable(BAD), None),
+     list, Status.unresolvable(BAD), None),
     ("invalid value in the second term fails PreFilter", lambda: pod(POD_LABEL, aff=affinity([
         term(sel(in_("service", "foo")), "region"), term(sel(in_("service", "{{.bad-value.}}")), "node")])),
-     lambda: [], Status.unresolvable(BAD), None),
+     list, Status.unresolvable(BAD), None),
     ("affinity with NamespaceSelector", lambda: pod(POD_LABEL2, aff=affinity([_ns_term("region")], [])),
      lambda: [pod(POD_LABEL, "node1", ns="subteam1.team1")], None, None),
     ("affinity with non-matching NamespaceSelector", lambda: pod(POD_LABEL2, aff=affinity([_ns_term("region")], [])),

@@ -5,12 +5,11 @@ import random
 import numpy as np
 import pytest
 
-from caldera.api.selectors import parse_node_selector, parse_preferred_terms
+from caldera.api.selectors import go_int, parse_node_selector, parse_preferred_terms
 from caldera.errors import ConfigError, InputError
 from caldera.framework.interface import CycleState, PreFilterResult
 from caldera.framework.status import Code, Status
-from caldera.plugins.nodeaffinity import (ERR_REASON_CONFLICT, ERR_REASON_ENFORCED, ERR_REASON_POD,
-                                          go_int)
+from caldera.plugins.nodeaffinity.plugin import ERR_REASON_CONFLICT, ERR_REASON_ENFORCED, ERR_REASON_POD
 
 from ..builders import make_node, make_pod, make_scheduler, make_table, run_filter, run_score
 
@@ -233,6 +232,48 @@ def test_prescore_error_on_unparsable_preferred_term():
         {"weight": 1, "preference": {"matchExpressions": [expr("foo", "In", "not a label value!")]}}]}})
     s = pl.pre_score(CycleState(), pod, table, np.arange(2))
     assert s.code == Code.ERROR
+
+
+def test_prescore_error_is_kubes():
+    """node_affinity_test.go 'Invalid key in preferred affinity': the field error of
+    NewPreferredSchedulingTerms (no field path, so '[0].matchExpressions[0].key')."""
+    table = make_table([make_node("node1", labels=LABEL1)])
+    _, pl = _plugin(table)
+    pod = make_pod("p", affinity={"nodeAffinity": {PREF: [
+        {"weight": 2, "preference": {"matchExpressions": [expr("invalid key", "In", "bar")]}}]}})
+    s = pl.pre_score(CycleState(), pod, table, np.arange(1))
+    assert s == Status.error(
+        "[0].matchExpressions[0].key: Invalid value: \"invalid key\": name part must consist of alphanumeric "
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+        "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    # errors of several terms are aggregated as "[a, b]"
+    pod = make_pod("q", affinity={"nodeAffinity": {PREF: [
+        {"weight": 1, "preference": {"matchExpressions": [expr("foo", "Gt", "1_0")]}},
+        {"weight": 1, "preference": {"matchExpressions": [expr("ok", "In", "x"), expr("foo", "Lt", "2_0")]}}]}})
+    s = pl.pre_score(CycleState(), pod, table, np.arange(1))
+    assert s == Status.error("[[0].matchExpressions[0].values[0]: Invalid value: \"1_0\": for 'Gt', 'Lt' operators, "
+                             "the value must be an integer, [1].matchExpressions[1].values[0]: Invalid value: "
+                             "\"2_0\": for 'Gt', 'Lt' operators, the value must be an integer]")
+
+
+def test_bad_added_affinity_reports_kubes_field_errors():
+    """ValidateNodeAffinityArgs: the errors of every term, under NodeAffinityArgs.addedAffinity."""
+    args = {"addedAffinity": {
+        REQ: {"nodeSelectorTerms": [{"matchExpressions": [expr("invalid/label/key", "In", "label-1-val")]}]},
+        PREF: [{"weight": 1, "preference": {"matchExpressions": [expr("a", "In", "bad value!")]}}]}}
+    with pytest.raises(ConfigError) as e:
+        _plugin(make_table([make_node("n1")]), args)
+    assert str(e.value) == (
+        "[NodeAffinityArgs.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0].key: Invalid value: \"invalid/label/key\": a valid label key must consist of "
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+        "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'), "
+        "NodeAffinityArgs.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchExpressions[0]"
+        ".values[0][a]: Invalid value: \"bad value!\": a valid label must be an empty string or consist of "
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]")
 
 
 def test_gt_lt_parse_like_go():

@@ -51,7 +51,7 @@ def _filter(pod, existing):
 
 
 CASES = [
-    ("skip filter", lambda: new_pod(), lambda: [], Status.skip(), None),
+    ("skip filter", lambda: new_pod(), list, Status.skip(), None),
     ("other port", lambda: new_pod("UDP/127.0.0.1/8080"), lambda: [new_pod("UDP/127.0.0.1/9090", node="m1")], None, None),
     ("same udp port", lambda: new_pod("UDP/127.0.0.1/8080"), lambda: [new_pod("UDP/127.0.0.1/8080", node="m1")],
      None, CONFLICT),

@@ -222,9 +222,13 @@ def fit_plugin(args):
 
 
 @pytest.mark.parametrize("args,msg", [
-    ({"ignoredResources": ["longvalue" + "a" * 64]}, "ignoredResources[0]"),
-    ({"ignoredResources": ["example.com/"]}, "ignoredResources[0]"),
-    ({"ignoredResources": ["example.com/aaa/bbb"]}, "ignoredResources[0]"),
+    ({"ignoredResources": ["longvalue" + "a" * 64]},
+     "ignoredResources[0]: 'longvalue" + "a" * 64 + "' is not a valid resource name: name part must be no more than "
+     "63 bytes"),
+    ({"ignoredResources": ["example.com/"]}, "ignoredResources[0]: 'example.com/' is not a valid resource name: "
+                                             "name part must be non-empty; name part must consist of"),
+    ({"ignoredResources": ["example.com/aaa/bbb"]}, "ignoredResources[0]: 'example.com/aaa/bbb' is not a valid "
+                                                    "resource name: a valid label key must consist of"),
     ({"ignoredResourceGroups": ["a" * 64]}, "ignoredResourceGroups[0]"),
     ({"ignoredResourceGroups": ["example.com/aa"]}, "resource group name can't contain '/'"),
     ({"scoringStrategy": {"type": "Invalid"}}, "scoringStrategy.type: 'Invalid' is not supported"),

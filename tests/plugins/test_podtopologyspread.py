@@ -328,6 +328,17 @@ def test_args_validation(args, field):
         filter_sched(four_zone_nodes(), [], {PTS: args})
 
 
+def test_invalid_topology_key_reports_kubes_message():
+    with pytest.raises(ConfigError) as e:
+        filter_sched(four_zone_nodes(), [], {PTS: {"defaultingType": "List",
+                                                   "defaultConstraints": [sc(1, "Zone.io/z", D, None)]}})
+    assert str(e.value) == (
+        "PodTopologySpreadArgs.defaultConstraints[0].topologyKey: 'Zone.io/z' is not a valid label name: prefix part "
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+        "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
 # ---- TestPodTopologySpreadScore --------------------------------------------------------------------------
 HOST4 = lambda: [N(f"node-{x}", host=f"node-{x}") for x in "abcd"]  # noqa: E731
 P2103 = lambda: foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), ("p-b1", "node-b"),  # noqa: E731
@@ -355,7 +366,7 @@ SOFT_ZH_DIFF = [sc(1, "zone", D, FOO), sc(1, HOST, D, BAR)]
 # (name, pod, nodes (candidates first), pods, number of candidate nodes, want scores of candidates)
 SCORE = [
     ("one constraint on node, no existing pods", incoming(SOFT_HOST),
-     lambda: HOST4()[:2], lambda: [], 2, [100, 100]),
+     lambda: HOST4()[:2], list, 2, [100, 100]),
     ("one constraint on node, only one node is candidate", incoming(SOFT_HOST), lambda: HOST4()[:2],
      lambda: foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), ("p-b1", "node-b")), 1, [100]),
     ("one constraint on node, all nodes have the same number of matching pods", incoming(SOFT_HOST),

@@ -111,6 +111,7 @@ def test_score(tols, node_taints, want):
 
 def test_raw_score_counts_intolerable_prefer_no_schedule_taints():
     import numpy as np
+
     from caldera.framework.interface import CycleState
     nodes = [make_node("a"), make_node("b", taints=[T("x", "1", PNS), T("y", "1", PNS), T("z", "1", "NoSchedule")])]
     sched = make_scheduler(make_table(nodes), PLUGINS)

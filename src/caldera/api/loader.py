@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -26,13 +27,15 @@ class Cluster:
     pods: list[Pod] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
-    other: list[tuple[str, dict]] = field(default_factory=list)  # (source, doc) of kinds others consume
+    other: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (source, doc) of kinds others consume
     warnings: list[str] = field(default_factory=list)
 
 
-def _describe(doc: dict, index: int) -> str:
+def _describe(doc: dict[str, Any], index: int) -> str:
     kind = doc.get("kind") or "object"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     name = meta.get("name")
     ns = meta.get("namespace")
     if name:
@@ -40,7 +43,7 @@ def _describe(doc: dict, index: int) -> str:
     return f"document {index} ({kind})"
 
 
-def _load_text(text: str, source: str) -> list:
+def _load_text(text: str, source: str) -> list[Any]:
     try:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
             try:
@@ -56,7 +59,7 @@ def _load_text(text: str, source: str) -> list:
         raise InputError(f"malformed YAML{where}: {problem}", source) from None
 
 
-def _flatten(docs: Iterable, source: str) -> list[tuple[int, dict]]:
+def _flatten(docs: Iterable[object], source: str) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for i, d in enumerate(docs):
         if d is None:
@@ -90,7 +93,7 @@ def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str]]]:
     return out
 
 
-def read_documents(paths: list[str]) -> list[tuple[str, int, dict]]:
+def read_documents(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     docs = []
     for source, read in _sources(paths):
         try:
@@ -149,22 +152,22 @@ def load_cluster(paths: list[str]) -> Cluster:
 
 def resolve_priorities(c: Cluster) -> None:
     """What the Priority admission plugin does: spec.priority from priorityClassName or globalDefault."""
-    default = None
+    default: PriorityClass | None = None
     for pc in c.priority_classes.values():
         if pc.global_default and (default is None or pc.value > default.value):
             default = pc
     for p in c.pods:
         if p.explicit_priority:
             if p.preemption_policy is None:
-                pc = c.priority_classes.get(p.priority_class_name)
-                p.preemption_policy = pc.preemption_policy if pc else "PreemptLowerPriority"
+                cls = c.priority_classes.get(p.priority_class_name)
+                p.preemption_policy = cls.preemption_policy if cls else "PreemptLowerPriority"
             continue
         name = p.priority_class_name
         if name:
-            pc = c.priority_classes.get(name)
-            if pc is not None:
-                p.priority = pc.value
-                p.preemption_policy = p.preemption_policy or pc.preemption_policy
+            cls = c.priority_classes.get(name)
+            if cls is not None:
+                p.priority = cls.value
+                p.preemption_policy = p.preemption_policy or cls.preemption_policy
             elif name in SYSTEM_PRIORITY_CLASSES:
                 p.priority = SYSTEM_PRIORITY_CLASSES[name]
             else:

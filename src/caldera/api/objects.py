@@ -5,20 +5,30 @@ the file and object. Objects keep their raw dict (`raw`) so plugins can read any
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from datetime import datetime
 from typing import Any
 
 from ..errors import InputError
-from .podresources import (DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NON_MISSING,  # noqa: F401
-                           _container_resources, aggregate_container_requests, default_pod_level_requests,
-                           is_pod_level_resource, parse_resources, parse_resources_nano, pod_requests)
+from .podresources import (  # noqa: F401
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    NON_MISSING,
+    _container_resources,
+    aggregate_container_requests,
+    default_pod_level_requests,
+    is_pod_level_resource,
+    parse_resources,
+    parse_resources_nano,
+    pod_requests,
+)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def parse_time(value, where: str) -> float | None:
+def parse_time(value: object, where: str) -> float | None:
     """RFC 3339 timestamp -> POSIX seconds (None if absent)."""
     if value is None or value == "":
         return None
@@ -32,7 +42,7 @@ def parse_time(value, where: str) -> float | None:
         raise InputError(f"{where}: {value!r} is not an RFC 3339 timestamp") from None
 
 
-def _map(d, key, where) -> dict:
+def _map(d: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     v = d.get(key)
     if v is None:
         return {}
@@ -41,7 +51,7 @@ def _map(d, key, where) -> dict:
     return v
 
 
-def _list(d, key, where) -> list:
+def _list(d: dict[str, Any], key: str, where: str) -> list[Any]:
     v = d.get(key)
     if v is None:
         return []
@@ -50,11 +60,11 @@ def _list(d, key, where) -> list:
     return v
 
 
-def _str_map(d, key, where) -> dict[str, str]:
+def _str_map(d: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in _map(d, key, where).items()}
 
 
-def read_meta(raw: dict, kind: str) -> tuple[dict, str]:
+def read_meta(raw: dict[str, Any], kind: str) -> tuple[dict[str, Any], str]:
     """(metadata, name) of a manifest; InputError when metadata is not a mapping or has no name."""
     meta = raw.get("metadata") or {}
     if not isinstance(meta, dict):
@@ -66,18 +76,18 @@ def read_meta(raw: dict, kind: str) -> tuple[dict, str]:
 
 
 class Taint:
-    __slots__ = ("key", "value", "effect")
+    __slots__ = ("effect", "key", "value")
 
     def __init__(self, key: str, value: str, effect: str):
         self.key, self.value, self.effect = key, value, effect
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Taint({self.key}={self.value}:{self.effect})"
 
-    def __eq__(self, o):
+    def __eq__(self, o: object) -> bool:
         return isinstance(o, Taint) and (self.key, self.value, self.effect) == (o.key, o.value, o.effect)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.key, self.value, self.effect))
 
     def display(self) -> str:
@@ -86,9 +96,10 @@ class Taint:
 
 
 class Toleration:
-    __slots__ = ("key", "operator", "value", "effect", "seconds")
+    __slots__ = ("effect", "key", "operator", "seconds", "value")
 
-    def __init__(self, key="", operator="Equal", value="", effect="", seconds=None):
+    def __init__(self, key: str = "", operator: str = "Equal", value: str = "", effect: str = "",
+                 seconds: int | None = None):
         self.key, self.operator, self.value, self.effect, self.seconds = key, operator, value, effect, seconds
 
     def tolerates(self, t: Taint) -> bool:
@@ -102,14 +113,14 @@ class Toleration:
         return self.value == t.value
 
 
-def tolerates_all(tolerations, taint: Taint) -> bool:
+def tolerates_all(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     for tol in tolerations:
         if tol.tolerates(taint):
             return True
     return False
 
 
-def parse_taints(items, where) -> tuple[Taint, ...]:
+def parse_taints(items: list[Any] | None, where: str) -> tuple[Taint, ...]:
     out = []
     for i, t in enumerate(items or []):
         w = f"{where}[{i}]"
@@ -122,7 +133,7 @@ def parse_taints(items, where) -> tuple[Taint, ...]:
     return tuple(out)
 
 
-def parse_tolerations(items, where) -> tuple[Toleration, ...]:
+def parse_tolerations(items: list[Any] | None, where: str) -> tuple[Toleration, ...]:
     out = []
     for i, t in enumerate(items or []):
         w = f"{where}[{i}]"
@@ -144,14 +155,43 @@ def parse_tolerations(items, where) -> tuple[Toleration, ...]:
 class Pod:
     """A pod as the scheduler sees it. `key` is "namespace/name"."""
 
-    __slots__ = ("raw", "namespace", "name", "key", "uid", "labels", "annotations", "node_name",
-                 "scheduler_name", "priority", "priority_class_name", "preemption_policy",
-                 "creation", "seq", "phase", "terminating", "requests", "nonzero_cpu", "nonzero_mem",
-                 "images", "tolerations", "node_selector", "spec", "scheduling_gates",
-                 "nominated_node_name", "qos", "start_time", "cache", "explicit_priority",
-                 "has_affinity", "has_anti_affinity", "has_ports", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "annotations",
+        "cache",
+        "creation",
+        "explicit_priority",
+        "has_affinity",
+        "has_anti_affinity",
+        "has_ports",
+        "images",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "nonzero_cpu",
+        "nonzero_mem",
+        "phase",
+        "preemption_policy",
+        "priority",
+        "priority_class_name",
+        "qos",
+        "raw",
+        "requests",
+        "scheduler_name",
+        "scheduling_gates",
+        "seq",
+        "spec",
+        "start_time",
+        "terminating",
+        "tolerations",
+        "uid",
+    )
 
-    def __init__(self, raw: dict, seq: int = 0):
+    def __init__(self, raw: dict[str, Any], seq: int = 0):
         where = "spec"
         self.raw = raw
         meta, self.name = read_meta(raw, "Pod")
@@ -175,7 +215,7 @@ class Pod:
         self.explicit_priority = prio is not None
         self.priority = int(prio or 0)
         self.priority_class_name = str(spec.get("priorityClassName") or "")
-        self.preemption_policy = spec.get("preemptionPolicy")
+        self.preemption_policy: str | None = spec.get("preemptionPolicy")
         if self.preemption_policy not in (None, "Never", "PreemptLowerPriority"):
             raise InputError(f"spec.preemptionPolicy: {self.preemption_policy!r} is not Never or PreemptLowerPriority")
         status = raw.get("status") or {}
@@ -187,8 +227,12 @@ class Pod:
 
         containers = _list(spec, "containers", where)
         inits = _list(spec, "initContainers", where)
-        creqs, ireqs, images = [], [], []
-        cres, ires = [], []        # (requests, limits) per container, for pod-level defaulting
+        creqs: list[dict[str, int]] = []
+        ireqs: list[tuple[dict[str, int], bool]] = []
+        images: list[str] = []
+        # (requests, limits) per container, for pod-level defaulting
+        cres: list[tuple[dict[str, int], dict[str, int]]] = []
+        ires: list[tuple[tuple[dict[str, int], dict[str, int]], bool]] = []
         qos_all_guaranteed, any_set = True, False
         for kind, lst in (("containers", containers), ("initContainers", inits)):
             for i, c in enumerate(lst):
@@ -237,11 +281,12 @@ class Pod:
         self.has_anti_affinity = bool(aff.get("podAntiAffinity"))
         self.has_ports = any(p.get("hostPort") for c in containers + inits if isinstance(c, dict)
                              for p in (c.get("ports") or []) if isinstance(p, dict))
-        self.cache: dict[str, Any] = {}
+        self.cache: dict[Hashable, Any] = {}
 
     @property
-    def affinity(self) -> dict:
-        return self.spec.get("affinity") or {}
+    def affinity(self) -> dict[str, Any]:
+        aff: dict[str, Any] = self.spec.get("affinity") or {}
+        return aff
 
     @property
     def bound(self) -> bool:
@@ -251,15 +296,25 @@ class Pod:
     def finished(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Pod({self.key})"
 
 
 class Node:
-    __slots__ = ("raw", "name", "labels", "taints", "unschedulable", "allocatable", "capacity",
-                 "images", "cache", "creation")
+    __slots__ = (
+        "allocatable",
+        "cache",
+        "capacity",
+        "creation",
+        "images",
+        "labels",
+        "name",
+        "raw",
+        "taints",
+        "unschedulable",
+    )
 
-    def __init__(self, raw: dict):
+    def __init__(self, raw: dict[str, Any]):
         self.raw = raw
         meta, self.name = read_meta(raw, "Node")
         self.labels = _str_map(meta, "labels", "metadata")
@@ -283,16 +338,16 @@ class Node:
                 raise InputError(f"status.images[{i}].sizeBytes: must be an integer")
             imgs.append((tuple(str(n) for n in names), size))
         self.images = tuple(imgs)
-        self.cache: dict[str, Any] = {}
+        self.cache: dict[Hashable, Any] = {}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Node({self.name})"
 
 
 class PriorityClass:
-    __slots__ = ("name", "value", "global_default", "preemption_policy")
+    __slots__ = ("global_default", "name", "preemption_policy", "value")
 
-    def __init__(self, raw: dict):
+    def __init__(self, raw: dict[str, Any]):
         _, self.name = read_meta(raw, "PriorityClass")
         v = raw.get("value")
         if not isinstance(v, int) or isinstance(v, bool):

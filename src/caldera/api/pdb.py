@@ -11,12 +11,17 @@ neither nil nor empty and matches the pod's labels. A pod without labels matches
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..errors import InputError
-from .selectors import LabelSelector, parse_label_selector
 from .objects import read_meta
+from .selectors import LabelSelector, parse_label_selector
+
+if TYPE_CHECKING:
+    from .objects import Pod
 
 
-def _int_or_percent(v, where: str):
+def _int_or_percent(v: object, where: str) -> int | str | None:
     if v is None:
         return None
     if isinstance(v, bool):
@@ -35,10 +40,20 @@ def _int_or_percent(v, where: str):
 
 
 class PodDisruptionBudget:
-    __slots__ = ("raw", "name", "namespace", "key", "selector", "min_available", "max_unavailable",
-                 "disruptions_allowed", "disrupted_pods", "has_status")
+    __slots__ = (
+        "disrupted_pods",
+        "disruptions_allowed",
+        "has_status",
+        "key",
+        "max_unavailable",
+        "min_available",
+        "name",
+        "namespace",
+        "raw",
+        "selector",
+    )
 
-    def __init__(self, raw: dict):
+    def __init__(self, raw: dict[str, Any]):
         self.raw = raw
         meta, self.name = read_meta(raw, "PodDisruptionBudget")
         self.namespace = str(meta.get("namespace") or "default")
@@ -63,7 +78,7 @@ class PodDisruptionBudget:
             raise InputError("status.disruptedPods: must be a mapping of pod name to time")
         self.disrupted_pods = frozenset(str(k) for k in dp)
 
-    def selects(self, pod) -> bool:
+    def selects(self, pod: Pod) -> bool:
         """Does this PDB cover `pod` (namespace, non-empty selector matching its labels)?"""
         if pod.namespace != self.namespace or not pod.labels:
             return False
@@ -72,5 +87,5 @@ class PodDisruptionBudget:
             return False
         return sel.matches(pod.labels)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PodDisruptionBudget({self.key}, allowed={self.disruptions_allowed})"

@@ -7,15 +7,24 @@ default from pod-level limits and the containers' requests.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..errors import InputError
 from .quantity import NANO, QuantityError, nano_to_units, parse_nano
+
+if TYPE_CHECKING:
+    from .objects import Pod
+
+Resources = dict[str, int]                    # resource name -> quantity (nano-units or scheduler units)
+ContainerResources = tuple[Resources, Resources]   # (requests, limits)
 
 # kube-scheduler's defaults for containers with no cpu/memory request (pkg/scheduler/util/pod_resources.go)
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
-def _resource_map(rl, where: str) -> dict:
+def _resource_map(rl: object, where: str) -> dict[str, Any]:
     if rl is None:
         return {}
     if not isinstance(rl, dict):
@@ -23,7 +32,7 @@ def _resource_map(rl, where: str) -> dict:
     return rl
 
 
-def parse_resources_nano(rl, where: str) -> dict[str, int]:
+def parse_resources_nano(rl: object, where: str) -> dict[str, int]:
     """A ResourceList as exact nano-units per resource (see quantity.parse_nano); negative
     quantities are rejected as API validation does."""
     out = {}
@@ -38,12 +47,12 @@ def parse_resources_nano(rl, where: str) -> dict[str, int]:
     return out
 
 
-def parse_resources(rl, where: str) -> dict[str, int]:
+def parse_resources(rl: object, where: str) -> dict[str, int]:
     """A ResourceList in scheduler units: cpu in millicores (MilliValue), the rest Value()."""
     return {k: nano_to_units(k, v) for k, v in parse_resources_nano(rl, where).items()}
 
 
-def _container_resources(c: dict, where: str) -> tuple[dict[str, int], dict[str, int]]:
+def _container_resources(c: dict[str, Any], where: str) -> tuple[dict[str, int], dict[str, int]]:
     """(requests, limits) of one container in nano-units, with the API server's defaulting:
     a resource with a limit and no request gets the limit as its request (SetDefaults_Pod)."""
     res = c.get("resources") or {}
@@ -56,12 +65,12 @@ def _container_resources(c: dict, where: str) -> tuple[dict[str, int], dict[str,
     return req, lim
 
 
-def _add(acc: dict, r: dict):
+def _add(acc: Resources, r: Resources) -> None:
     for k, v in r.items():
         acc[k] = acc.get(k, 0) + v
 
 
-def _max(acc: dict, r: dict):
+def _max(acc: Resources, r: Resources) -> None:
     for k, v in r.items():
         if k not in acc or v > acc[k]:
             acc[k] = v
@@ -71,7 +80,7 @@ def _max(acc: dict, r: dict):
 NON_MISSING = {"cpu": DEFAULT_MILLI_CPU_REQUEST * NANO // 1000, "memory": DEFAULT_MEMORY_REQUEST * NANO}
 
 
-def _nonmissing(r: dict) -> dict:
+def _nonmissing(r: Resources) -> Resources:
     if "cpu" in r and "memory" in r:
         return r
     out = dict(r)
@@ -80,7 +89,8 @@ def _nonmissing(r: dict) -> dict:
     return out
 
 
-def aggregate_container_requests(containers, inits, nonmissing: bool = False) -> dict[str, int]:
+def aggregate_container_requests(containers: Iterable[Resources], inits: Iterable[tuple[Resources, bool]],
+                                 nonmissing: bool = False) -> dict[str, int]:
     """resourcehelper.AggregateContainerRequests in nano-units: the sum of the regular and the
     restartable (sidecar) init containers, raised to the largest init-container step, where
     init container i runs next to the sidecars declared before it.
@@ -112,7 +122,8 @@ def is_pod_level_resource(name: str) -> bool:
     return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
-def default_pod_level_requests(pod_req: dict, pod_lim: dict, containers, inits) -> dict[str, int]:
+def default_pod_level_requests(pod_req: Resources, pod_lim: Resources, containers: Sequence[ContainerResources],
+                               inits: Sequence[tuple[ContainerResources, bool]]) -> dict[str, int]:
     """Pod-level requests after the API server's defaulting (defaultHugePagePodLimits then
     defaultPodRequests, PodLevelResources feature): only when pod-level limits are set, a missing
     cpu/memory request takes the containers' aggregated request, and any other missing supported
@@ -136,7 +147,8 @@ def default_pod_level_requests(pod_req: dict, pod_lim: dict, containers, inits) 
     return req
 
 
-def pod_requests(containers, inits, overhead, nonmissing: bool = False, pod_level=None) -> dict[str, int]:
+def pod_requests(containers: Iterable[Resources], inits: Iterable[tuple[Resources, bool]], overhead: Resources | None,
+                 nonmissing: bool = False, pod_level: Resources | None = None) -> dict[str, int]:
     """resourcehelper.PodRequests in scheduler units (cpu millicores, the rest Value()).
 
     The containers' aggregate (nano-units, see aggregate_container_requests), where pod-level
@@ -151,7 +163,7 @@ def pod_requests(containers, inits, overhead, nonmissing: bool = False, pod_leve
     return {k: nano_to_units(k, v) for k, v in reqs.items()}
 
 
-def pod_request_list(pod, resources, use_requested: bool) -> list[int]:
+def pod_request_list(pod: Pod, resources: Iterable[tuple[str, Any]], use_requested: bool) -> list[int]:
     """calculatePodResourceRequestList: the pod's request of each configured resource."""
     out = []
     for name, _ in resources:

@@ -66,6 +66,7 @@ def _parse_nano(s: str) -> int:
         return 0
     mantissa <<= pow2
     p = pow10 - len(denom) + 9              # value in nano-units = mantissa * 10^p
+    nano: int                               # (int ** int is typed Any: a negative power is a float)
     if p >= 0:
         nano = mantissa * 10 ** min(p, _SATURATE_POW10)
     elif -p > len(str(mantissa)) + 1:
@@ -78,7 +79,7 @@ def _parse_nano(s: str) -> int:
     return -nano if sign == "-" else nano
 
 
-def parse_nano(value) -> int:
+def parse_nano(value: object) -> int:
     """A quantity as it appears in a manifest (string, YAML int/float or null) -> nano-units.
 
     Strings are trimmed as Quantity.UnmarshalJSON does; null is the zero quantity."""
@@ -126,13 +127,13 @@ def nano_to_units(name: str, nano: int) -> int:
     return nano_to_milli(nano) if name == "cpu" else nano_to_value(nano)
 
 
-def resource_value(name: str, value) -> int:
+def resource_value(name: str, value: object) -> int:
     """Parse one manifest quantity straight to scheduler units (cpu: millicores, else Value)."""
     return nano_to_units(name, parse_nano(value))
 
 
 # ---- Fraction API (exact values) ---------------------------------------------------------------
-def parse_quantity(value) -> Fraction:
+def parse_quantity(value: object) -> Fraction:
     """A manifest quantity as an exact Fraction of base units (after apimachinery's 1n rounding)."""
     return Fraction(parse_nano(value), NANO)
 

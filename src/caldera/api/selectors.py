@@ -5,16 +5,49 @@ Semantics follow k8s.io/apimachinery/pkg/labels and k8s.io/component-helpers nod
   an empty selector matches everything, a nil selector matches nothing.
 - NodeSelectorTerm: requirements ANDed (In, NotIn, Exists, DoesNotExist, Gt, Lt), matchFields
   only on `metadata.name`; an empty term matches nothing; terms are ORed.
+- Gt/Lt compare integers as strconv.ParseInt reads them (`go_int`); `requirement_errors` are the
+  key/value errors of labels.NewRequirement.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from ..errors import InputError
+from .quantity import INT64_MAX, INT64_MIN
+from .validation import field_invalid, label_value_errors, qualified_name_errors
 
 _LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
 _NODE_OPS = _LABEL_OPS | {"Gt", "Lt"}
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def go_int(s: str) -> int | None:
+    """strconv.ParseInt(s, 10, 64), or None where Go reports an error."""
+    if not _GO_INT.fullmatch(s):
+        return None
+    v = int(s)
+    return v if INT64_MIN <= v <= INT64_MAX else None
+
+
+def requirement_errors(key: str, op: str, values: tuple[str, ...], path: str = "") -> list[str]:
+    """The field errors labels.NewRequirement(key, op, values, field.WithPath(path)) reports on the
+    key, Gt/Lt values and label values (operators and value counts are the parsers' to check)."""
+    errs: list[str] = []
+    kerrs = qualified_name_errors(key)
+    if kerrs:
+        errs.append(field_invalid(f"{path}.key" if path else "key", key, "; ".join(kerrs)))
+    vpath = f"{path}.values" if path else "values"
+    if op in ("Gt", "Lt"):
+        for i, v in enumerate(values):
+            if go_int(v) is None:
+                errs.append(field_invalid(f"{vpath}[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"))
+    for i, v in enumerate(values):
+        verrs = label_value_errors(v)
+        if verrs:
+            errs.append(field_invalid(f"{vpath}[{i}][{key}]", v, "; ".join(verrs)))
+    return errs
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +69,13 @@ class Requirement:
         v = labels.get(self.key)
         if v is None:
             return False
-        try:
-            lv, rv = int(v), int(self.values[0])
-        except ValueError:
+        lv, rv = go_int(v), go_int(self.values[0])
+        if lv is None or rv is None:
             return False
         return lv > rv if op == "Gt" else lv < rv
 
 
-def _requirement(expr, ops: set[str], where: str) -> Requirement:
+def _requirement(expr: object, ops: set[str], where: str) -> Requirement:
     if not isinstance(expr, dict):
         raise InputError(f"{where}: expected a mapping with key/operator/values")
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
@@ -83,7 +115,7 @@ class LabelSelector:
         return not self.requirements
 
 
-def parse_label_selector(sel, where: str) -> LabelSelector | None:
+def parse_label_selector(sel: object, where: str) -> LabelSelector | None:
     """None for a nil selector (matches nothing); an empty selector matches everything."""
     if sel is None:
         return None
@@ -123,7 +155,7 @@ class NodeSelectorTerm:
         return True
 
 
-def parse_node_selector_term(term, where: str) -> NodeSelectorTerm:
+def parse_node_selector_term(term: object, where: str) -> NodeSelectorTerm:
     if not isinstance(term, dict):
         raise InputError(f"{where}: a node selector term must be a mapping")
     exprs = tuple(_requirement(e, _NODE_OPS, f"{where}.matchExpressions[{i}]")
@@ -149,7 +181,7 @@ class NodeSelector:
         return False
 
 
-def parse_node_selector(sel, where: str) -> NodeSelector | None:
+def parse_node_selector(sel: object, where: str) -> NodeSelector | None:
     if sel is None:
         return None
     if not isinstance(sel, dict):
@@ -167,7 +199,7 @@ class PreferredTerm:
     term: NodeSelectorTerm
 
 
-def parse_preferred_terms(items, where: str) -> tuple[PreferredTerm, ...]:
+def parse_preferred_terms(items: object, where: str) -> tuple[PreferredTerm, ...]:
     if items is None:
         return ()
     if not isinstance(items, list):

@@ -1,17 +1,192 @@
-"""apimachinery's name validation (k8s.io/apimachinery/pkg/util/validation)."""
+"""apimachinery's name validation, written once, with kube's exact error strings.
+
+The checks of k8s.io/apimachinery v0.35.4 (the version Caldera is tested against):
+- label keys and values (pkg/api/validate/content/kube.go, which util/validation's
+  IsQualifiedName and IsValidLabelValue alias): their length errors say "bytes";
+- DNS-1123 labels and subdomains, DNS-1035 labels (pkg/util/validation/validation.go): their
+  length errors say "characters" (util/validation's own MaxLenError);
+- the field errors callers wrap them in (pkg/util/validation/field) and the aggregate of
+  several errors (pkg/util/errors).
+
+Each `*_errors` function returns kube's list of messages, empty when the value is valid. Go
+measures lengths in bytes (UTF-8) and anchors its regexps at the very end of the text, so
+lengths here are UTF-8 lengths and patterns are matched with `fullmatch` (a Python `$` would
+also accept a trailing newline).
+"""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Final
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# ---- formats (the Go constants, verbatim) ----------------------------------------------------
+_LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY_ERR_MSG: Final = ("must consist of alphanumeric characters, '-', '_' or '.', "
+                             "and must start and end with an alphanumeric character")
+_LABEL_KEY_MAX_LENGTH: Final = 63
+_LABEL_VALUE_FMT: Final = "(" + _LABEL_KEY_FMT + ")?"
+_LABEL_VALUE_ERR_MSG: Final = ("a valid label must be an empty string or consist of alphanumeric characters, "
+                               "'-', '_' or '.', and must start and end with an alphanumeric character")
+LABEL_VALUE_MAX_LENGTH: Final = 63
+
+_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_ERR_MSG: Final = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                                 "or '-', and must start and end with an alphanumeric character")
+DNS1123_LABEL_MAX_LENGTH: Final = 63
+_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_ERR_MSG: Final = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                                     "characters, '-' or '.', and must start and end with an alphanumeric character")
+DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_ERR_MSG: Final = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                                 "start with an alphabetic character, and end with an alphanumeric character")
+DNS1035_LABEL_MAX_LENGTH: Final = 63
+
+_LABEL_KEY_RE: Final = re.compile(_LABEL_KEY_FMT)
+_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
+_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
+
+
+# ---- message builders ---------------------------------------------------------------------------
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """RegexError (both copies agree): note kube's two spaces before each 'or'."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    return msg + " (e.g. " + " or ".join(f"'{e}', " for e in examples) + f"regex used for validation is '{fmt}')"
+
+
+def _max_len_bytes(length: int) -> str:
+    """content.MaxLenError."""
+    return f"must be no more than {length} bytes"
+
+
+def _max_len_chars(length: int) -> str:
+    """validation.MaxLenError."""
+    return f"must be no more than {length} characters"
+
+
+def empty_error() -> str:
+    """EmptyError."""
+    return "must be non-empty"
+
+
+def _go_len(value: str) -> int:
+    """Go's len(string): the UTF-8 length."""
+    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+
+
+# ---- label keys and values (pkg/api/validate/content) --------------------------------------------
+def qualified_name_errors(value: str) -> list[str]:
+    """IsQualifiedName (= content.IsLabelKey): an optional DNS-subdomain prefix and '/', then a
+    name of at most 63 bytes."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part " + empty_error())
+        else:
+            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, _max_len_bytes))
+    else:
+        return ["a valid label key " + regex_error(_LABEL_KEY_ERR_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errs.append("name part " + empty_error())
+    elif _go_len(name) > _LABEL_KEY_MAX_LENGTH:
+        errs.append("name part " + _max_len_bytes(_LABEL_KEY_MAX_LENGTH))
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append("name part " + regex_error(_LABEL_KEY_ERR_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
+    return errs
 
 
 def is_qualified_name(value: str) -> bool:
-    """IsQualifiedName: [DNS-subdomain prefix '/'] name (<= 63 chars)."""
-    prefix, sep, name = value.rpartition("/")
-    if sep:
-        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
+    """True where IsQualifiedName reports no error."""
+    return not qualified_name_errors(value)
+
+
+def label_value_errors(value: str) -> list[str]:
+    """IsValidLabelValue (= content.IsLabelValue): empty, or at most 63 bytes of the label syntax."""
+    errs: list[str] = []
+    if _go_len(value) > LABEL_VALUE_MAX_LENGTH:
+        errs.append(_max_len_bytes(LABEL_VALUE_MAX_LENGTH))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(regex_error(_LABEL_VALUE_ERR_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+# ---- DNS names (pkg/util/validation) --------------------------------------------------------------
+def dns1123_label_errors(value: str) -> list[str]:
+    """IsDNS1123Label."""
+    errs: list[str] = []
+    if _go_len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_chars(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")      # a valid subdomain: it can only be the dots
+        else:
+            errs.append(regex_error(_DNS1123_LABEL_ERR_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def _dns1123_subdomain(value: str, max_len_error: Callable[[int], str]) -> list[str]:
+    errs: list[str] = []
+    if _go_len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_ERR_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """IsDNS1123Subdomain (util/validation's: its length error says "characters"; the copy a
+    label key's prefix is checked with, content.IsDNS1123Subdomain, says "bytes")."""
+    return _dns1123_subdomain(value, _max_len_chars)
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """IsDNS1035Label."""
+    errs: list[str] = []
+    if _go_len(value) > DNS1035_LABEL_MAX_LENGTH:
+        errs.append(_max_len_chars(DNS1035_LABEL_MAX_LENGTH))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1035_LABEL_ERR_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+# ---- field errors and aggregates (pkg/util/validation/field, pkg/util/errors) --------------------
+_GO_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                      "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(s: str) -> str:
+    """fmt's %q of a string (strconv.Quote)."""
+    out = ['"']
+    for c in s:
+        esc = _GO_ESCAPES.get(c)
+        if esc is not None:
+            out.append(esc)
+        elif c.isprintable():
+            out.append(c)
+        else:
+            o = ord(c)
+            out.append(f"\\x{o:02x}" if o < 0x80 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def field_invalid(path: str, value: str, detail: str) -> str:
+    """field.Invalid(path, value, detail).Error() for a string value."""
+    return f"{path}: Invalid value: {go_quote(value)}: {detail}"
+
+
+def aggregate(msgs: list[str]) -> str:
+    """utilerrors.NewAggregate(errs).Error(): one message as is, several deduplicated in '[a, b]'
+    (no messages: "", where kube has no error at all)."""
+    if len(msgs) <= 1:
+        return msgs[0] if msgs else ""
+    seen = list(dict.fromkeys(msgs))
+    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"

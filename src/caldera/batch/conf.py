@@ -9,6 +9,7 @@ left at its default is exactly the bug a user cannot find.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -142,17 +143,17 @@ def parse_volcano_conf(doc: dict, source: str, known_actions, known_plugins) -> 
             raise err(f"tiers[{ti}]: proportion and drf with hierarchy enabled conflicts (Volcano rejects this conf); "
                       "remove proportion from the tier or set enableHierarchy: false on drf")
         tiers.append(Tier(plugins))
-    confs = {}
+    confs: dict[str, dict[str, Any]] = {}
     raw_c = doc.get("configurations") or []
     if not isinstance(raw_c, list):
         raise err("configurations: must be a list of {name, arguments}")
     for ci, c in enumerate(raw_c):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise err(f"configurations[{ci}]: must be a mapping with `name` and `arguments`")
-        a = c.get("arguments") or {}
-        if not isinstance(a, dict):
+        cargs = c.get("arguments") or {}
+        if not isinstance(cargs, dict):
             raise err(f"configurations[{ci}].arguments: must be a mapping")
-        confs[c["name"]] = dict(a)
+        confs[c["name"]] = dict(cargs)
     return VolcanoConf(actions, tiers, confs, source)
 
 

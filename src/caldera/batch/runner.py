@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from ..api.loader import Cluster
 from ..api.output import PassOutput
 from .actions import ACTIONS
-from .conf import VolcanoConf
 from .api.info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
-from .plugins import plugin_class
 from .api.reasons import pod_message
-from .framework.session import Session
 from .cache.snapshot import VOLCANO_SCHEDULER, build_snapshot
+from .conf import VolcanoConf
+from .framework.session import Session
+from .plugins import plugin_class
 
 
 @dataclass
@@ -31,6 +31,7 @@ class SessionResult(PassOutput):
 def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
                  scheduler_name: str | None = None) -> tuple[Session, list[str]]:
     snap = build_snapshot(cluster, scheduler_name or VOLCANO_SCHEDULER)
+    assert snap.nodes is not None       # build_snapshot always builds them
     ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, cluster.priority_classes, seed=seed, explain=explain)
     ssn.podgroups = snap.podgroups
     ssn.rr_start = 0

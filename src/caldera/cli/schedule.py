@@ -7,11 +7,11 @@ import click
 import yaml
 
 from ..api.loader import load_cluster
+from ..batch.cache.snapshot import volcano_objects
+from ..batch.conf import VolcanoConf
+from ..batch.runner import run_session
 from ..configfile import load_config
 from ..engine.oneshot import run_pass
-from ..batch.conf import VolcanoConf
-from ..batch.cache.snapshot import volcano_objects
-from ..batch.runner import run_session
 from ..errors import ConfigError
 from ..plugins.registry import build_registry
 

@@ -9,11 +9,21 @@ multiPoint expansion (see expand.py). Plugin args are validated by constructing 
 from __future__ import annotations
 
 import difflib
+from typing import Any, NoReturn
 
 from ..errors import ConfigError
 from .defaults import DEFAULT_SCHEDULER_NAME, INVALID_V1_PLUGINS, KUBE_ONLY_PLUGINS, default_plugins
-from .expand import (ALL_POINTS, MAX_WEIGHT, MULTI_POINT, PluginSet, PluginSetError, PointResolver,
-                     expand_plugins, merge_plugins)
+from .expand import (
+    ALL_POINTS,
+    MAX_WEIGHT,
+    MULTI_POINT,
+    PluginSet,
+    PluginSetError,
+    PointResolver,
+    Registry,
+    expand_plugins,
+    merge_plugins,
+)
 from .types import PluginRef, Profile, SchedulerConfig
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -29,7 +39,7 @@ PLUGIN_CONFIG_FIELDS = ("name", "args")
 
 
 class _Ctx:
-    def __init__(self, path: str, registry):
+    def __init__(self, path: str, registry: Registry):
         self.path = path
         self.registry = registry
         self.resolver = PointResolver(registry)
@@ -38,7 +48,7 @@ class _Ctx:
         return ConfigError(" ".join(f"{self.path}: {field}: {problem}; {fix}".split()))
 
     # ---- typed fields ------------------------------------------------------------------
-    def fields(self, d: dict, allowed: tuple[str, ...], where: str, what: str) -> None:
+    def fields(self, d: dict[str, Any], allowed: tuple[str, ...], where: str, what: str) -> None:
         for k in d:
             if k not in allowed:
                 close = difflib.get_close_matches(str(k), allowed, n=1)
@@ -46,28 +56,28 @@ class _Ctx:
                 raise self.err(f"{where}.{k}" if where else str(k), "unknown field",
                                f"{hint}fields of {what}: {', '.join(allowed)}")
 
-    def mapping(self, v, where: str, what: str) -> dict:
+    def mapping(self, v: object, where: str, what: str) -> dict[str, Any]:
         if v is None:
             return {}
         if not isinstance(v, dict):
             raise self.err(where, f"expected a mapping ({what}), got {_show(v)}", f"write {where} as a mapping")
         return v
 
-    def seq(self, v, where: str, what: str) -> list:
+    def seq(self, v: object, where: str, what: str) -> list[Any]:
         if v is None:
             return []
         if not isinstance(v, list):
             raise self.err(where, f"expected a list of {what}, got {_show(v)}", f"write {where} as a YAML list")
         return v
 
-    def integer(self, v, where: str, lo: int | None = None, hi: int | None = None, rule: str = "") -> int:
+    def integer(self, v: object, where: str, lo: int | None = None, hi: int | None = None, rule: str = "") -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.err(where, f"expected an integer, got {_show(v)}", f"set {where} to {rule or 'an integer'}")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise self.err(where, f"{v} is out of range", f"set it to {rule}")
         return v
 
-    def string(self, v, where: str, what: str) -> str:
+    def string(self, v: object, where: str, what: str) -> str:
         if not isinstance(v, str) or not v:
             raise self.err(where, f"expected a non-empty string ({what}), got {_show(v)}", f"set {where}")
         return v
@@ -85,14 +95,14 @@ class _Ctx:
                         "found through the 'caldera.plugins' entry-point group once installed)")
 
 
-def _show(v) -> str:
+def _show(v: object) -> str:
     if isinstance(v, (dict, list)):
         return f"a {'mapping' if isinstance(v, dict) else 'list'}"
     s = repr(v)
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def decode_kube_config(doc: dict, path: str, registry) -> SchedulerConfig:
+def decode_kube_config(doc: dict[str, Any], path: str, registry: Registry) -> SchedulerConfig:
     c = _Ctx(path, registry)
     c.fields(doc, TOP_FIELDS, "", "a KubeSchedulerConfiguration")
     cfg = SchedulerConfig(source=path)
@@ -123,7 +133,7 @@ def decode_kube_config(doc: dict, path: str, registry) -> SchedulerConfig:
 
     raw_profiles = c.seq(doc.get("profiles"), "profiles", "profiles") or [{}]
     names: dict[str, int] = {}
-    raws: list[dict] = []
+    raws: list[dict[str, Any]] = []
     for i, raw in enumerate(raw_profiles):
         where = f"profiles[{i}]"
         raw = c.mapping(raw, where, "a scheduling profile")
@@ -140,7 +150,7 @@ def decode_kube_config(doc: dict, path: str, registry) -> SchedulerConfig:
     return cfg
 
 
-def _decode_profile(c: _Ctx, raw: dict, where: str, single: bool) -> Profile:
+def _decode_profile(c: _Ctx, raw: dict[str, Any], where: str, single: bool) -> Profile:
     name = raw.get("schedulerName")
     if name is None:
         if not single:
@@ -180,7 +190,7 @@ def _locate(custom: dict[str, PluginSet], e: PluginSetError, base: str) -> str:
     return f"{base}.{e.point}"
 
 
-def _decode_plugins(c: _Ctx, raw: dict, where: str) -> dict[str, PluginSet]:
+def _decode_plugins(c: _Ctx, raw: dict[str, Any], where: str) -> dict[str, PluginSet]:
     c.fields(raw, ALL_POINTS, where, "plugins (extension points)")
     out: dict[str, PluginSet] = {}
     for point, v in raw.items():
@@ -232,12 +242,12 @@ class _NoHandle(Exception):
 
 
 class _ValidationHandle:
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> NoReturn:
         raise _NoHandle(name)
 
 
-def _decode_plugin_config(c: _Ctx, raw, where: str) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+def _decode_plugin_config(c: _Ctx, raw: object, where: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     at: dict[str, int] = {}
     for j, entry in enumerate(c.seq(raw, where, "{name, args}")):
         ew = f"{where}[{j}]"
@@ -263,7 +273,7 @@ def _decode_plugin_config(c: _Ctx, raw, where: str) -> dict[str, dict]:
     return out
 
 
-def _validate_args(c: _Ctx, name: str, args: dict, where: str) -> None:
+def _validate_args(c: _Ctx, name: str, args: dict[str, Any], where: str) -> None:
     """Plugins validate their own args in their constructors; build one without a handle."""
     try:
         c.registry[name](args, _ValidationHandle())
@@ -280,12 +290,12 @@ def _validate_args(c: _Ctx, name: str, args: dict, where: str) -> None:
                     f"check the args of {name}, or report the plugin bug") from None
 
 
-def _common_queue_sort(c: _Ctx, profiles: list[Profile], raw_profiles: list) -> None:
+def _common_queue_sort(c: _Ctx, profiles: list[Profile], raw_profiles: list[dict[str, Any]]) -> None:
     """validateCommonQueueSort: the queueSort set, plugin and args are the same in all profiles."""
     if len(profiles) < 2:
         return
 
-    def raw_set(i):
+    def raw_set(i: int) -> tuple[list[tuple[Any, Any]], list[Any]]:
         qs = (raw_profiles[i].get("plugins") or {}).get("queueSort") or {}
         return ([(e.get("name"), e.get("weight") or 0) for e in (qs.get("enabled") or [])],
                 [e.get("name") for e in (qs.get("disabled") or [])])

@@ -2,7 +2,9 @@
 multiPoint in this order, with the default score weights; and the default configuration."""
 from __future__ import annotations
 
-from .expand import MULTI_POINT, PluginSet, expand_plugins, merge_plugins
+from collections.abc import Iterable
+
+from .expand import MULTI_POINT, PluginSet, Registry, expand_plugins, merge_plugins
 from .types import PluginRef, Profile, SchedulerConfig
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -46,15 +48,16 @@ def default_plugins() -> dict[str, PluginSet]:
     return {MULTI_POINT: PluginSet([PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT])}
 
 
-def expand_multipoint(refs, registry, handle_factory=None) -> dict[str, list[PluginRef]]:
+def expand_multipoint(refs: Iterable[PluginRef], registry: Registry, handle_factory: object = None
+                      ) -> dict[str, list[PluginRef]]:
     """Enable each plugin at every extension point its class implements, preserving order."""
     return expand_plugins({MULTI_POINT: PluginSet(list(refs))}, registry)
 
 
-def default_profile(registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
+def default_profile(registry: Registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
     return Profile(scheduler_name=scheduler_name, plugins=expand_plugins(merge_plugins(default_plugins(), None),
                                                                          registry))
 
 
-def default_config(registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulerConfig:
+def default_config(registry: Registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulerConfig:
     return SchedulerConfig(profiles=[default_profile(registry, scheduler_name)])

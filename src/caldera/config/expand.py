@@ -18,8 +18,9 @@ that name the file and the field.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 from ..errors import ConfigError
 from .types import EXTENSION_POINTS, PluginRef, class_implements
@@ -27,6 +28,9 @@ from .types import EXTENSION_POINTS, PluginRef, class_implements
 MULTI_POINT = "multiPoint"
 ALL_POINTS = EXTENSION_POINTS + (MULTI_POINT,)
 MAX_WEIGHT = 2**31 - 1          # kube's Plugin.Weight is an int32
+
+# plugin name -> factory(args, handle): a Plugin class, or a callable with a `plugin_class`
+Registry = Mapping[str, Callable[..., Any]]
 
 
 @dataclass
@@ -70,7 +74,7 @@ def merge_plugins(default: dict[str, PluginSet], custom: dict[str, PluginSet] | 
 
 
 # ---- which points a plugin implements ------------------------------------------------------
-def plugin_class(factory: Callable) -> type | None:
+def plugin_class(factory: Callable[..., Any]) -> type | None:
     """The Plugin class behind a registry entry: the entry itself, or its `plugin_class`."""
     if isinstance(factory, type):
         return factory
@@ -81,7 +85,7 @@ def plugin_class(factory: Callable) -> type | None:
 class PointResolver:
     """Answers 'does plugin X implement point P' for registry entries, caching per name."""
 
-    def __init__(self, registry: dict[str, Callable]):
+    def __init__(self, registry: Registry):
         self.registry = registry
         self._classes: dict[str, type] = {}
 
@@ -110,12 +114,12 @@ class PointResolver:
 
 
 # ---- expand -------------------------------------------------------------------------------
-def _unknown(point: str, name: str, registry) -> PluginSetError:
+def _unknown(point: str, name: str, registry: Registry) -> PluginSetError:
     return PluginSetError(point, name, f"unknown plugin {name!r}",
                           f"known plugins: {', '.join(sorted(registry))}")
 
 
-def expand_plugins(plugins: dict[str, PluginSet], registry: dict[str, Callable],
+def expand_plugins(plugins: dict[str, PluginSet], registry: Registry,
                    resolver: PointResolver | None = None) -> dict[str, list[PluginRef]]:
     """Merged PluginSets (incl. multiPoint) -> {extension point: [PluginRef]}; score refs carry
     their final weight (>= 1), other points weight 0."""

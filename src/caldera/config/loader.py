@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from .defaults import default_config
 from .decode import API_VERSION, KIND, decode_kube_config
+from .defaults import default_config
 from .types import SchedulerConfig
 
 _REMOVED_VERSIONS = {
@@ -49,11 +49,11 @@ def decode_document(doc: object, path: str, registry: Mapping[str, Callable[...,
     return decode_kube_config(doc, path, registry)
 
 
-def _kind_of(x) -> str:
+def _kind_of(x: object) -> str:
     return "an empty document" if x is None else f"a {type(x).__name__}"
 
 
-def read_document(path: str):
+def read_document(path: str) -> object:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -77,7 +77,7 @@ def read_document(path: str):
                                   "fix the JSON syntax") from None
             # YAML flow mappings also start with '{': let the YAML parser decide
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(document)"
@@ -92,12 +92,12 @@ def read_document(path: str):
 
 
 class _DuplicateKey(Exception):
-    def __init__(self, key):
+    def __init__(self, key: str):
         super().__init__(key)
         self.key = key
 
 
-def _no_duplicate_pairs(pairs):
+def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = {}
     for k, v in pairs:
         if k in out:
@@ -110,7 +110,7 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that rejects a key repeated in one mapping (kube's strict decoding does)."""
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode):
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[str] = set()
     for key_node, _ in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # The extension points a profile's `plugins` section names (KubeSchedulerConfiguration's Plugins),
 # and the plugin method(s) whose presence means a plugin joins each one (the framework's contract,
@@ -32,7 +33,7 @@ class Profile:
     scheduler_name: str = "default-scheduler"
     # extension point (camelCase, as in KubeSchedulerConfiguration) -> enabled plugins in order
     plugins: dict[str, list[PluginRef]] = field(default_factory=dict)
-    plugin_args: dict[str, dict] = field(default_factory=dict)
+    plugin_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
 
 
@@ -44,7 +45,7 @@ class SchedulerConfig:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     source: str = "<default>"
-    leader_election: dict = field(default_factory=dict)   # raw leaderElection (used by `caldera run`)
+    leader_election: dict[str, Any] = field(default_factory=dict)   # raw leaderElection (used by `caldera run`)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

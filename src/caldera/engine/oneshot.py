@@ -75,12 +75,12 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
         if p.nominated_node_name:
             sched.nominator.add(p, p.nominated_node_name)
         queue.add(p)
-    for q in queue.pending_pods()[1]:
-        if q.gated:   # PreEnqueue said no: never attempted in this pass
-            sched.nominator.remove(q.key)
-            s = sched.framework_for(q.pod).run_pre_enqueue(q.pod)
+    for waiting in queue.pending_pods()[1]:
+        if waiting.gated:   # PreEnqueue said no: never attempted in this pass
+            sched.nominator.remove(waiting.key)
+            s = sched.framework_for(waiting.pod).run_pre_enqueue(waiting.pod)
             gated = s.plugin == "SchedulingGates"
-            res.unschedulable.append({"pod": q.key, "message": GATED_MESSAGE if gated else s.message(),
+            res.unschedulable.append({"pod": waiting.key, "message": GATED_MESSAGE if gated else s.message(),
                                       "reason": "SchedulingGated" if gated else "Unschedulable"})
     evicted: set[str] = set()
     while (q := queue.pop()) is not None:
@@ -99,6 +99,6 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
         for victim, reason in att.evictions:
             evicted.add(victim.key)
             res.evictions.append({"pod": victim.key, "reason": reason})
-        if explain and att.explain is not None:
+        if res.explain is not None and att.explain is not None:     # res.explain is set with explain
             res.explain[p.key] = att.explain
     return res

@@ -8,8 +8,8 @@ PostBind. Drivers (schedule / simulate / run) own the queue and decide what to d
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -37,6 +37,57 @@ def num_feasible_nodes_to_find(percentage: int, n: int) -> int:
         return n
     k = n * percentage // 100
     return max(k, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def take_round_robin(alive: np.ndarray, pos: np.ndarray, start_pos: int, k: int, m: int) -> tuple[np.ndarray, int]:
+    """The first k of the (sorted, non-empty) feasible nodes `alive`, at positions `pos` among m
+    candidates, visiting candidates from start_pos and wrapping around; and how many candidates
+    that visit processed (all m when fewer than k are feasible)."""
+    cut = int(np.searchsorted(pos, start_pos)) if start_pos else 0
+    if alive.size > k:
+        tail = alive.size - cut
+        if tail >= k:
+            last = pos[cut + k - 1]
+            alive = alive[cut:cut + k]
+        else:
+            last = pos[k - tail - 1]
+            alive = np.concatenate((alive[cut:], alive[:k - tail]))
+        return alive, (int(last) - start_pos) % m + 1
+    if cut:
+        alive = np.concatenate((alive[cut:], alive[:cut]))
+    return alive, m
+
+
+# ---- --explain recording (only when the scheduler explains) -------------------------------------
+def explain_prefilter_rejection(explain: dict, table: NodeTable, s: Status) -> None:
+    """PreFilter rejected the pod: every node gets its message."""
+    filtered = explain["filtered"]
+    msg = s.message()
+    for nd in table.nodes:
+        filtered[nd.name] = msg
+
+
+def explain_filtered(explain: dict, table: NodeTable, diag: Diagnosis, names) -> None:
+    """Each filtered-out node's status; nodes outside PreFilter's node names get the absent status."""
+    filtered = explain["filtered"]
+    nodes = table.nodes
+    for i, st in diag.node_status.items():
+        filtered[nodes[i].name] = st.message()
+    if diag.absent_status is not None and names is not None:
+        absent = diag.absent_status.message()
+        for nd in nodes:
+            if nd.name not in names:
+                filtered[nd.name] = absent
+
+
+def explain_scores(explain: dict, table: NodeTable, alive: np.ndarray, total: np.ndarray, detail: dict) -> None:
+    """Per scored node: each score plugin's (weighted) score and the total."""
+    nodes = table.nodes
+    sc = explain["scores"]
+    for j, i in enumerate(alive.tolist()):
+        row = {p: int(v[j]) for p, v in detail.items()}
+        row["total"] = int(total[j])
+        sc[nodes[i].name] = row
 
 
 @dataclass
@@ -141,8 +192,7 @@ class Scheduler:
             diag.prefilter_msg = s.message()
             diag.add_plugin_status(s)
             if explain is not None:
-                for nd in table.nodes:
-                    explain["filtered"][nd.name] = s.message()
+                explain_prefilter_rejection(explain, table, s)
             self._fail(pod, fwk, state, diag, att)
             return
 
@@ -163,31 +213,7 @@ class Scheduler:
             msg = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]"
             diag.absent_status = Status.unresolvable(msg)
         alive, rejections = self._filter(fwk, state, pod, cand)
-
-        # adaptive sampling with round-robin start, as findNodesThatPassFilters
-        m = cand.size
-        pct = fwk.profile.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.config.percentage_of_nodes_to_score
-        k = num_feasible_nodes_to_find(pct, m) if fwk.scorers else 1
-        start_pos = self.next_start % m if m else 0
-        processed = m
-        if alive.size:
-            # visit feasible nodes from start_pos round-robin; keep the first k
-            pos = alive if names is None else np.searchsorted(cand, alive)
-            cut = int(np.searchsorted(pos, start_pos)) if start_pos else 0
-            if alive.size > k:
-                tail = alive.size - cut
-                if tail >= k:
-                    last = pos[cut + k - 1]
-                    alive = alive[cut:cut + k]
-                else:
-                    last = pos[k - tail - 1]
-                    alive = np.concatenate((alive[cut:], alive[:k - tail]))
-                processed = (int(last) - start_pos) % m + 1
-            elif cut:
-                alive = np.concatenate((alive[cut:], alive[:cut]))
-        self.next_start = (self.next_start + processed) % n
+        alive = self._sample_feasible(fwk, cand, alive, names is None)
 
         need_status = alive.size == 0 or explain is not None
         if need_status:
@@ -195,12 +221,7 @@ class Scheduler:
             for st, _ in distinct(diag.node_status.values()):
                 diag.add_plugin_status(st)
             if explain is not None:
-                for i, st in diag.node_status.items():
-                    explain["filtered"][table.nodes[i].name] = st.message()
-                if diag.absent_status is not None and names is not None:
-                    for j, nd in enumerate(table.nodes):
-                        if nd.name not in names:
-                            explain["filtered"][nd.name] = diag.absent_status.message()
+                explain_filtered(explain, table, diag, names)
         else:
             for rej in rejections:
                 diag.unschedulable_plugins.add(rej.plugin.name)
@@ -218,12 +239,7 @@ class Scheduler:
             att.status, att.message = e.status, e.status.message()
             return
         if explain is not None:
-            names_ = table.nodes
-            sc = explain["scores"]
-            for j, i in enumerate(alive.tolist()):
-                row = {p: int(v[j]) for p, v in detail.items()}
-                row["total"] = int(total[j])
-                sc[names_[i].name] = row
+            explain_scores(explain, table, alive, total, detail)
         if alive.size == 1:
             chosen = int(alive[0])
         else:
@@ -231,6 +247,23 @@ class Scheduler:
             ties = np.flatnonzero(total == best)
             chosen = int(alive[ties[0] if ties.size == 1 else ties[self.rng.randrange(ties.size)]])
         self._assume_and_bind(pod, fwk, state, chosen, att)
+
+    def _sample_feasible(self, fwk: Framework, cand: np.ndarray, alive: np.ndarray, all_nodes: bool) -> np.ndarray:
+        """Adaptive sampling with a round-robin start, as findNodesThatPassFilters: the first
+        numFeasibleNodesToFind feasible nodes visiting `cand` from nextStartNodeIndex, wrapping
+        around. Advances the start by the number of candidates kube would have processed."""
+        m = cand.size
+        pct = fwk.profile.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        k = num_feasible_nodes_to_find(pct, m) if fwk.scorers else 1
+        start_pos = self.next_start % m if m else 0
+        processed = m
+        if alive.size:
+            pos = alive if all_nodes else np.searchsorted(cand, alive)     # positions within cand
+            alive, processed = take_round_robin(alive, pos, start_pos, k, m)
+        self.next_start = (self.next_start + processed) % len(self.table)
+        return alive
 
     def _filter(self, fwk: Framework, state, pod, cand: np.ndarray):
         alive, rejections = fwk.run_filters(state, pod, self.table, cand)

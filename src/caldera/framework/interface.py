@@ -19,13 +19,20 @@ return one value per entry of `idx`:
 
 A plugin implementing `filter` must also implement `filter_status`; one implementing only
 `filter_node` is looped over nodes by the runtime (the reference path).
+
+The same contract as types, one `typing.Protocol` per extension point, is in protocols.py
+(FilterPlugin, ScorePlugin, ...); docs/plugins.md describes writing and packaging a plugin.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from ..api.objects import Pod
 from ..config.types import class_implements
+
+if TYPE_CHECKING:
+    from .protocols import Handle
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -34,9 +41,9 @@ MIN_NODE_SCORE = 0
 class CycleState:
     """Per-pod scratch space shared by a pod's plugins during one scheduling cycle."""
 
-    __slots__ = ("_data", "skip_filter", "skip_score", "record_metrics")
+    __slots__ = ("_data", "record_metrics", "skip_filter", "skip_score")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
@@ -48,13 +55,13 @@ class CycleState:
     def read(self, key: str) -> Any:
         return self._data[key]
 
-    def get(self, key: str, default=None) -> Any:
+    def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
 
-    def clone(self) -> "CycleState":
+    def clone(self) -> CycleState:
         c = CycleState()
         c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         c.skip_filter = set(self.skip_filter)
@@ -75,7 +82,7 @@ class PostFilterResult:
 
 @dataclass
 class QueuedPodInfo:
-    pod: Any
+    pod: Pod
     timestamp: float = 0.0            # when the pod was (re-)added to the queue
     attempts: int = 0
     initial_attempt: float | None = None
@@ -94,13 +101,18 @@ class QueuedPodInfo:
 
 
 class Plugin:
-    """Base class: a named object with one method per extension point it joins."""
+    """Base class: a named object with one method per extension point it joins.
+
+    `args` is the plugin's pluginConfig args (a plain dict; validate it in `__init__` and raise
+    ConfigError naming the field). `handle` is what the plugin may ask of the scheduler; it is
+    None or a stand-in while args are validated at config load, so use it only after `__init__`.
+    """
 
     name: ClassVar[str] = ""
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.args = args or {}
-        self.handle = handle
+    def __init__(self, args: dict[str, Any] | None = None, handle: Handle | None = None):
+        self.args: dict[str, Any] = args or {}
+        self.handle: Handle = cast("Handle", handle)
 
     def implements(self, point: str) -> bool:
         return class_implements(type(self), point)

@@ -6,21 +6,45 @@ computed per plugin over the feasible nodes, normalised, weighted and summed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
+from ..api.objects import Pod
 from ..config.types import Profile
 from ..errors import ConfigError
-from .interface import MAX_NODE_SCORE, CycleState, Plugin, PreFilterResult
+from ..state.nodetable import NodeTable
+from .interface import MAX_NODE_SCORE, CycleState, Plugin, PostFilterResult, PreFilterResult, QueuedPodInfo
+from .protocols import (
+    AnyFilterPlugin,
+    BindPlugin,
+    FilterNodePlugin,
+    FilterPlugin,
+    Handle,
+    NamedPlugin,
+    NodeRows,
+    NodeScores,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
 from .status import Code, Status
 
 
-def distinct(statuses) -> list[tuple[Status, int]]:
+def distinct(statuses: Iterable[Status]) -> list[tuple[Status, int]]:
     """Each distinct Status object with the number of nodes that share it (a plugin's
     filter_statuses may give many nodes one object, to be annotated and counted once)."""
-    seen: dict[int, list] = {}
+    seen: dict[int, list[Any]] = {}
     for s in statuses:
         e = seen.get(id(s))
         if e is None:
@@ -32,8 +56,8 @@ def distinct(statuses) -> list[tuple[Status, int]]:
 
 @dataclass
 class Rejection:
-    plugin: Plugin
-    idx: np.ndarray                       # node rows this plugin rejected
+    plugin: NamedPlugin                   # a filter plugin
+    idx: NodeRows                         # node rows this plugin rejected
     statuses: dict[int, Status] | None = None   # precomputed (per-node plugins)
 
 
@@ -76,7 +100,7 @@ class Diagnosis:
         return msg
 
 
-def _as_status(x, plugin: str) -> Status:
+def _as_status(x: object, plugin: str) -> Status:
     if x is None:
         return Status(plugin=plugin)
     if isinstance(x, Status):
@@ -84,18 +108,35 @@ def _as_status(x, plugin: str) -> Status:
     raise TypeError(f"plugin {plugin} returned {type(x).__name__}, expected Status or None")
 
 
+class Points(TypedDict, total=False):
+    """Framework.points: the enabled plugins of each extension point, in order. A plugin is in a
+    list because it has the point's method(s) (config.types.class_implements)."""
+    preEnqueue: list[PreEnqueuePlugin]
+    queueSort: list[QueueSortPlugin]
+    preFilter: list[PreFilterPlugin]
+    filter: list[AnyFilterPlugin]
+    postFilter: list[PostFilterPlugin]
+    preScore: list[PreScorePlugin]
+    score: list[ScorePlugin]
+    reserve: list[ReservePlugin]
+    permit: list[PermitPlugin]
+    preBind: list[PreBindPlugin]
+    bind: list[BindPlugin]
+    postBind: list[PostBindPlugin]
+
+
 class Framework:
     """The plugins of one profile, instantiated and ordered per extension point."""
 
-    def __init__(self, profile: Profile, registry: dict[str, Callable], handle):
+    def __init__(self, profile: Profile, registry: Mapping[str, Callable[..., Any]], handle: Handle | None):
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.instances: dict[str, Plugin] = {}
-        self.points: dict[str, list[Plugin]] = {}
+        points: dict[str, list[Plugin]] = {}
         self.weights: dict[str, int] = {}
         for point, refs in profile.plugins.items():
-            lst = []
+            lst: list[Plugin] = []
             for ref in refs:
                 plugin = self._instance(ref.name, registry)
                 if not plugin.implements(point):
@@ -104,19 +145,31 @@ class Framework:
                 lst.append(plugin)
                 if point == "score":
                     self.weights[ref.name] = ref.weight or 1
-            self.points[point] = lst
+            points[point] = lst
+        # each list holds plugins that implement its point (checked just above)
+        self.points = cast(Points, points)
         if len(self.points.get("queueSort", [])) != 1:
             raise ConfigError(f"profile {profile.scheduler_name!r}: exactly one queueSort plugin must be "
                               f"enabled, found {len(self.points.get('queueSort', []))}")
         if not self.points.get("bind"):
             raise ConfigError(f"profile {profile.scheduler_name!r}: at least one bind plugin must be enabled")
         self.filters = self.points.get("filter", [])
+        # by name, the filter plugins with a vectorised `filter` and the per-node (`filter_node`) ones
+        self._vectorised: dict[str, FilterPlugin] = {}
+        self._per_node: dict[str, FilterNodePlugin] = {}
+        for f in self.filters:
+            if getattr(type(f), "filter", None) is not None:
+                self._vectorised[f.name] = cast(FilterPlugin, f)
+            else:
+                self._per_node[f.name] = cast(FilterNodePlugin, f)
         self.scorers = self.points.get("score", [])
-        self._normalizers = {p for p in self.scorers if getattr(type(p), "normalize_score", None) is not None}
+        self._normalizers: dict[ScorePlugin, NormalizeScorePlugin] = {
+            p: cast(NormalizeScorePlugin, p) for p in self.scorers
+            if getattr(type(p), "normalize_score", None) is not None}
         # in-tree plugins are tested to keep normalised scores in [0, 100]; third-party ones are checked
         self._trusted = {p for p in self.scorers if type(p).__module__.startswith("caldera.plugins.")}
 
-    def _instance(self, name: str, registry) -> Plugin:
+    def _instance(self, name: str, registry: Mapping[str, Callable[..., Any]]) -> Plugin:
         p = self.instances.get(name)
         if p is None:
             factory = registry.get(name)
@@ -125,7 +178,7 @@ class Framework:
                                   f"known plugins: {', '.join(sorted(registry))}")
             args = self.profile.plugin_args.get(name)
             try:
-                p = factory(args, self.handle)
+                p = cast(Plugin, factory(args, self.handle))
             except ConfigError:
                 raise
             except (ValueError, TypeError, KeyError) as e:
@@ -137,17 +190,17 @@ class Framework:
     def plugin(self, name: str) -> Plugin | None:
         return self.instances.get(name)
 
-    def less(self, a, b) -> bool:
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.points["queueSort"][0].less(a, b)
 
-    def run_pre_enqueue(self, pod) -> Status:
+    def run_pre_enqueue(self, pod: Pod) -> Status:
         for p in self.points.get("preEnqueue", []):
             s = _as_status(p.pre_enqueue(pod), p.name)
             if not s.is_success():
                 return s
         return Status()
 
-    def run_pre_filter(self, state: CycleState, pod) -> tuple[set[str] | None, Status]:
+    def run_pre_filter(self, state: CycleState, pod: Pod) -> tuple[set[str] | None, Status]:
         """Returns (node names to restrict to or None, status). Skip marks the plugin's Filter off."""
         names: set[str] | None = None
         restricting: list[str] = []
@@ -173,7 +226,8 @@ class Framework:
         state.write("__prefilter_restricting__", restricting)
         return names, Status()
 
-    def run_filters(self, state: CycleState, pod, table, idx: np.ndarray) -> tuple[np.ndarray, list[Rejection]]:
+    def run_filters(self, state: CycleState, pod: Pod, table: NodeTable, idx: NodeRows
+                    ) -> tuple[NodeRows, list[Rejection]]:
         """Filter nodes `idx`; returns (passing rows, rejections in plugin order)."""
         alive = idx
         rejections: list[Rejection] = []
@@ -182,17 +236,19 @@ class Framework:
                 break
             if p.name in state.skip_filter:
                 continue
-            if getattr(type(p), "filter", None) is not None:
-                ok = p.filter(state, pod, table, alive)
+            vec = self._vectorised.get(p.name)
+            if vec is not None:
+                ok = vec.filter(state, pod, table, alive)
                 if ok is None or ok.all():
                     continue
                 rejections.append(Rejection(p, alive[~ok]))
                 alive = alive[ok]
             else:
+                per_node = self._per_node[p.name]
                 keep = np.ones(alive.size, dtype=bool)
                 sts: dict[int, Status] = {}
                 for j, i in enumerate(alive.tolist()):
-                    s = p.filter_node(state, pod, table, i)
+                    s = per_node.filter_node(state, pod, table, i)
                     if s is not None and not s.is_success():
                         keep[j] = False
                         sts[i] = s.with_plugin(p.name)
@@ -201,7 +257,8 @@ class Framework:
                     alive = alive[keep]
         return alive, rejections
 
-    def statuses(self, state: CycleState, pod, table, rejections: list[Rejection]) -> dict[int, Status]:
+    def statuses(self, state: CycleState, pod: Pod, table: NodeTable, rejections: list[Rejection]
+                 ) -> dict[int, Status]:
         out: dict[int, Status] = {}
         for rej in rejections:
             if rej.statuses is not None:
@@ -214,18 +271,20 @@ class Framework:
                     s.with_plugin(rej.plugin.name)
                 out.update(zip(rej.idx.tolist(), sts))
             else:
+                vec = self._vectorised[rej.plugin.name]     # per-node rejections carry statuses
                 for i in rej.idx.tolist():
-                    out[i] = rej.plugin.filter_status(state, pod, table, i).with_plugin(rej.plugin.name)
+                    out[i] = vec.filter_status(state, pod, table, i).with_plugin(rej.plugin.name)
         return out
 
-    def filter_one(self, state: CycleState, pod, table, i: int) -> Status:
+    def filter_one(self, state: CycleState, pod: Pod, table: NodeTable, i: int) -> Status:
         """Run all filters on node i (reference path, used by preemption and explain)."""
         alive, rej = self.run_filters(state, pod, table, np.array([i], dtype=np.intp))
         if alive.size:
             return Status()
         return self.statuses(state, pod, table, rej)[i]
 
-    def run_post_filter(self, state, pod, diagnosis: Diagnosis):
+    def run_post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+                        ) -> tuple[PostFilterResult | None, Status]:
         last = Status.unschedulable()
         for p in self.points.get("postFilter", []):
             result, s = p.post_filter(state, pod, diagnosis)
@@ -237,21 +296,22 @@ class Framework:
             last = s
         return None, last
 
-    def run_scores(self, state: CycleState, pod, table, idx: np.ndarray, want_detail: bool = False):
+    def run_scores(self, state: CycleState, pod: Pod, table: NodeTable, idx: NodeRows, want_detail: bool = False
+                   ) -> tuple[NodeScores, dict[str, NodeScores]]:
         """Returns (total int64 per idx, {plugin: normalised int64 per idx} if want_detail)."""
         total = np.zeros(idx.size, dtype=np.int64)
-        detail: dict[str, np.ndarray] = {}
+        detail: dict[str, NodeScores] = {}
         scorers = self.scorers
         if not scorers:
             total += 1
             return total, detail
-        for p in self.points.get("preScore", []):
-            r = p.pre_score(state, pod, table, idx)
+        for pre in self.points.get("preScore", []):
+            r = pre.pre_score(state, pod, table, idx)
             if r is None:
                 continue
-            s = _as_status(r, p.name)
+            s = _as_status(r, pre.name)
             if s.is_skip():
-                state.skip_score.add(p.name)
+                state.skip_score.add(pre.name)
             elif not s.is_success():
                 raise _ScoreError(s)
         for p in scorers:
@@ -259,7 +319,7 @@ class Framework:
                 continue
             sc = np.asarray(p.score(state, pod, table, idx), dtype=np.int64)
             if p in self._normalizers:
-                sc = np.asarray(p.normalize_score(state, pod, sc), dtype=np.int64)
+                sc = np.asarray(self._normalizers[p].normalize_score(state, pod, sc), dtype=np.int64)
             if p not in self._trusted and sc.size and (sc.max() > MAX_NODE_SCORE or sc.min() < 0):
                 raise _ScoreError(Status.error(f"plugin {p.name} returns an invalid score "
                                                f"{int(sc.max() if sc.max() > MAX_NODE_SCORE else sc.min())}, "
@@ -270,7 +330,8 @@ class Framework:
                 detail[p.name] = sc
         return total, detail
 
-    def _run_simple(self, point: str, method: str, state, pod, node: str, stop_on_skip: bool = False) -> Status:
+    def _run_simple(self, point: Literal["reserve", "preBind"], method: str, state: CycleState, pod: Pod, node: str,
+                    stop_on_skip: bool = False) -> Status:
         for p in self.points.get(point, []):
             s = _as_status(getattr(p, method)(state, pod, node), p.name)
             if stop_on_skip and s.is_skip():
@@ -281,16 +342,16 @@ class Framework:
                 return s
         return Status()
 
-    def run_reserve(self, state, pod, node: str) -> Status:
+    def run_reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
         return self._run_simple("reserve", "reserve", state, pod, node)
 
-    def run_unreserve(self, state, pod, node: str) -> None:
+    def run_unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in reversed(self.points.get("reserve", [])):
             if getattr(type(p), "unreserve", None) is not None:
                 p.unreserve(state, pod, node)
 
-    def run_permit(self, state, pod, node: str) -> Status:
-        waiting = None
+    def run_permit(self, state: CycleState, pod: Pod, node: str) -> Status:
+        waiting: Status | None = None
         for p in self.points.get("permit", []):
             s = _as_status(p.permit(state, pod, node), p.name)
             if s.code == Code.WAIT:
@@ -299,10 +360,10 @@ class Framework:
                 return s
         return waiting or Status()
 
-    def run_pre_bind(self, state, pod, node: str) -> Status:
+    def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
         return self._run_simple("preBind", "pre_bind", state, pod, node)
 
-    def run_bind(self, state, pod, node: str) -> Status:
+    def run_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
         for p in self.points.get("bind", []):
             s = _as_status(p.bind(state, pod, node), p.name)
             if s.is_skip():
@@ -310,7 +371,7 @@ class Framework:
             return s
         return Status.error("no bind plugin bound the pod")
 
-    def run_post_bind(self, state, pod, node: str) -> None:
+    def run_post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in self.points.get("postBind", []):
             p.post_bind(state, pod, node)
 
@@ -332,7 +393,7 @@ class _ScoreError(Exception):
 ScoreError = _ScoreError
 
 
-def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
+def default_normalize(scores: NodeScores, reverse: bool = False) -> NodeScores:
     """kube's helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores) with integer arithmetic."""
     if scores.size == 0:
         return scores

@@ -25,7 +25,7 @@ _NAMES = {Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Uns
 class Status:
     """The result of running a plugin. `None` is treated as Success everywhere."""
 
-    __slots__ = ("code", "reasons", "plugin", "timeout")
+    __slots__ = ("code", "plugin", "reasons", "timeout")
 
     def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "", timeout: float = 0.0):
         self.code = code
@@ -34,19 +34,19 @@ class Status:
         self.timeout = timeout
 
     @classmethod
-    def unschedulable(cls, *reasons: str, plugin: str = "") -> "Status":
+    def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
         return cls(Code.UNSCHEDULABLE, *reasons, plugin=plugin)
 
     @classmethod
-    def unresolvable(cls, *reasons: str, plugin: str = "") -> "Status":
+    def unresolvable(cls, *reasons: str, plugin: str = "") -> Status:
         return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons, plugin=plugin)
 
     @classmethod
-    def error(cls, message: str, plugin: str = "") -> "Status":
+    def error(cls, message: str, plugin: str = "") -> Status:
         return cls(Code.ERROR, message, plugin=plugin)
 
     @classmethod
-    def skip(cls) -> "Status":
+    def skip(cls) -> Status:
         return _SKIP
 
     def message(self) -> str:
@@ -61,7 +61,7 @@ class Status:
     def is_rejected(self) -> bool:
         return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
 
-    def with_plugin(self, name: str) -> "Status":
+    def with_plugin(self, name: str) -> Status:
         if not self.plugin and self is not _SKIP:
             self.plugin = name
         return self
@@ -69,15 +69,15 @@ class Status:
     def __repr__(self) -> str:
         return f"Status({self.code}, {self.message()!r}, plugin={self.plugin!r})"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Status) and (self.code, self.reasons) == (other.code, other.reasons)
 
-    __hash__ = None  # mutable
+    # Status is mutable and unhashable: defining __eq__ without __hash__ sets __hash__ to None
 
 
 SUCCESS = Status()
 _SKIP = Status(Code.SKIP)   # shared: Skip carries no reasons, so it is never annotated
 
 
-def code_of(s: "Status | None") -> Code:
+def code_of(s: Status | None) -> Code:
     return Code.SUCCESS if s is None else s.code

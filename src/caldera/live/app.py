@@ -138,7 +138,7 @@ class LiveScheduler:
         return self.elector is None or self.elector.is_leader()
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def start(self, sync_timeout: float = 60.0) -> "LiveScheduler":
+    def start(self, sync_timeout: float = 60.0) -> LiveScheduler:
         self.server.start()
         for inf in self.informers:
             inf.start()

@@ -10,8 +10,8 @@ not queued again.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 from .client import ApiError
 from .status import pod_path

@@ -10,7 +10,7 @@ event handlers do. Pods the scheduler has bound but the watch has not yet shown 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..api.objects import Node, Pod, PriorityClass
 from ..errors import InputError

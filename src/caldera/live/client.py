@@ -20,7 +20,8 @@ import os
 import random
 import socket
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
@@ -48,7 +49,7 @@ class ApiError(Exception):
         super().__init__(f"{self.status} {self.reason}: {self.message}".rstrip(": "))
 
     @classmethod
-    def from_status(cls, st: dict, default_code: int = 500) -> "ApiError":
+    def from_status(cls, st: dict, default_code: int = 500) -> ApiError:
         """From a metav1.Status dict (as sent in watch ERROR events)."""
         return cls(st.get("code") or default_code, st.get("reason", ""), st.get("message", ""), st)
 
@@ -129,7 +130,7 @@ def _new_configuration():
 
 
 def connect(kubeconfig: str | None = None, context: str | None = None, *,
-            timeout: float = DEFAULT_TIMEOUT) -> "Api":
+            timeout: float = DEFAULT_TIMEOUT) -> Api:
     """An Api from `kubeconfig` if given; else in-cluster when KUBERNETES_SERVICE_HOST is set;
     else $KUBECONFIG or ~/.kube/config. ConfigError (one line) when none works."""
     if kubeconfig:
@@ -164,7 +165,7 @@ class Api:
 
     @classmethod
     def from_kubeconfig(cls, path: str, context: str | None = None, *,
-                        timeout: float = DEFAULT_TIMEOUT) -> "Api":
+                        timeout: float = DEFAULT_TIMEOUT) -> Api:
         from kubernetes import client as kclient
         from kubernetes import config as kconfig
 
@@ -183,7 +184,7 @@ class Api:
         return cls(kclient.ApiClient(configuration=cfg), timeout=timeout, source=path)
 
     @classmethod
-    def in_cluster(cls, *, timeout: float = DEFAULT_TIMEOUT) -> "Api":
+    def in_cluster(cls, *, timeout: float = DEFAULT_TIMEOUT) -> Api:
         from kubernetes import client as kclient
         from kubernetes import config as kconfig
 
@@ -279,7 +280,7 @@ class Api:
         return self.request("GET", "/version", timeout=timeout)[1]
 
     def watch(self, path: str, query: dict | None = None, timeout_seconds: int | None = None,
-              read_timeout: float | None = None) -> "WatchStream":
+              read_timeout: float | None = None) -> WatchStream:
         """Open a watch (`?watch=true`); returns an iterator of (type, object dict).
 
         The server ends the watch after timeoutSeconds (default random 5-10 min); the socket read

@@ -19,8 +19,9 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .client import ApiError
 
@@ -184,7 +185,7 @@ class Informer:
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
 
-    def start(self) -> "Informer":
+    def start(self) -> Informer:
         if self._thread is None:
             self._thread = threading.Thread(target=self.run, name=f"informer-{self.name}",
                                             daemon=True)
@@ -228,7 +229,7 @@ class Informer:
                 if self._events == gone_at:         # 410 again with no event since: slow down
                     self._sleep(self.backoff.next())
                 gone_at = self._events
-            except Exception as e:  # noqa: BLE001 - every failure is retried
+            except Exception as e:
                 if self._stopping.is_set():
                     return
                 self.last_error = e
@@ -388,7 +389,7 @@ class Informer:
                 continue
             try:
                 fn(*args)
-            except Exception:  # noqa: BLE001 - a handler bug must not kill the informer
+            except Exception:
                 log.exception("%s: %s handler failed", self.name, ("add", "update", "delete")[which])
 
 

@@ -31,9 +31,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import UTC, datetime
 
 from ..errors import ConfigError
 
@@ -58,7 +58,7 @@ class LeaderElectionConfig:
     identity: str = field(default_factory=default_identity)
     release_on_cancel: bool = True
 
-    def validate(self) -> "LeaderElectionConfig":
+    def validate(self) -> LeaderElectionConfig:
         """client-go's NewLeaderElector checks, as one-line errors naming the flag."""
         for flag, v in (("--leader-elect-lease-duration", self.lease_duration),
                         ("--leader-elect-renew-deadline", self.renew_deadline),
@@ -96,12 +96,12 @@ class Clock:
         return time.monotonic()
 
     def wall(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 def micro_time(t: datetime) -> str:
     """metav1.MicroTime in RFC 3339 with microseconds."""
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 RECORD_FIELDS = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
@@ -382,7 +382,7 @@ class LeaderElector:
         if self.config.release_on_cancel:
             self.release()
 
-    def start(self) -> "LeaderElector":
+    def start(self) -> LeaderElector:
         self.thread = threading.Thread(target=self.run, daemon=True, name="caldera-leader-election")
         self.thread.start()
         threading.Thread(target=self._watchdog, daemon=True, name="caldera-leader-watchdog").start()
@@ -402,5 +402,12 @@ def _err(e: Exception) -> str:
     return str(e) or type(e).__name__
 
 
-__all__ = ["LeaderElectionConfig", "LeaderElector", "Clock", "default_identity", "micro_time",
-           "record_of", "JITTER_FACTOR"]
+__all__ = [
+    "JITTER_FACTOR",
+    "Clock",
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "default_identity",
+    "micro_time",
+    "record_of",
+]

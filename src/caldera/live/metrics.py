@@ -9,10 +9,9 @@ cycle records them with probability 10% (`sample_plugins()` decides per cycle).
 from __future__ import annotations
 
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 try:  # kube's exposition has no *_created series
     from prometheus_client import disable_created_metrics
@@ -241,5 +240,12 @@ class SchedulerMetrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["SchedulerMetrics", "CONTENT_TYPE", "exponential_buckets", "exponential_buckets_range",
-           "status_label", "PENDING_QUEUES", "PLUGIN_METRICS_SAMPLE_PERCENT"]
+__all__ = [
+    "CONTENT_TYPE",
+    "PENDING_QUEUES",
+    "PLUGIN_METRICS_SAMPLE_PERCENT",
+    "SchedulerMetrics",
+    "exponential_buckets",
+    "exponential_buckets_range",
+    "status_label",
+]

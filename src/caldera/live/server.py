@@ -14,8 +14,8 @@ import logging
 import math
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import ConfigError
@@ -77,7 +77,7 @@ class MetricsServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def start(self) -> "MetricsServer":
+    def start(self) -> MetricsServer:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         try:
             self.httpd = _Server((self.host, self.port), _handler(self), family)
@@ -179,4 +179,4 @@ def _readiness(ready) -> tuple[bool, str]:
     return bool(r), "informers have not synced"
 
 
-__all__ = ["MetricsServer", "parse_addr", "DEFAULT_ADDR", "PROFILE_DEFAULT_SECONDS", "PROFILE_MAX_SECONDS"]
+__all__ = ["DEFAULT_ADDR", "PROFILE_DEFAULT_SECONDS", "PROFILE_MAX_SECONDS", "MetricsServer", "parse_addr"]

@@ -12,7 +12,7 @@ MERGE = "application/merge-patch+json"
 
 
 def now_rfc3339(micro: bool = False) -> str:
-    t = dt.datetime.now(dt.timezone.utc)
+    t = dt.datetime.now(dt.UTC)
     if micro:
         return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,5 +1,4 @@
 """NodeName: a pod that names a node (spec.nodeName) fits only that node."""
-import numpy as np
 
 from ..framework.interface import Plugin
 from ..framework.status import Status

@@ -9,6 +9,8 @@ for the nodes that hold a pod with the same port.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from ..errors import InputError
@@ -76,6 +78,7 @@ class PortIndex:
         ips = self.by_port.get((proto, port))
         if not ips:
             return set()
+        keys: Iterable[str]
         if ip == BIND_ALL:
             keys = ips.keys()
         else:

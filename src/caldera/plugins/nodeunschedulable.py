@@ -1,6 +1,5 @@
 """NodeUnschedulable: nodes with spec.unschedulable reject pods that do not tolerate
 node.kubernetes.io/unschedulable:NoSchedule."""
-import numpy as np
 
 from ..api.objects import Taint, tolerates_all
 from ..framework.interface import Plugin

@@ -11,14 +11,19 @@ invalidated by `node_generation` (node set or node objects changed) and `pod_gen
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..api.objects import Node, Pod
 
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 CPU, MEM, EPH, PODS = 0, 1, 2, 3
+
+T = TypeVar("T")
+PodVector = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]
 
 
 class NodeTable:
@@ -37,12 +42,12 @@ class NodeTable:
         self.unschedulable = np.zeros(0, dtype=bool)
         self.node_generation = 0
         self.pod_generation = 0
-        self._cache: dict = {}
+        self._cache: dict[Hashable, tuple[tuple[int, int], Any]] = {}
         self.pods_with_affinity = 0   # running pods with (anti-)affinity terms: InterPodAffinity skips when 0
         # journal of pod changes, (pod, node row, +1 added | -1 removed), for plugins that keep per-node
         # counts up to date incrementally; entry k has absolute position pod_log_base + k
         self.pod_log: list[tuple[Pod, int, int]] = []
-        self._shared: dict[str, object] = {}
+        self._shared: dict[str, Any] = {}
         self.pod_log_base = 0
         nodes = list(nodes)
         if nodes:
@@ -143,10 +148,10 @@ class NodeTable:
         self._cache.clear()
 
     # ---- pods --------------------------------------------------------------
-    def pod_vector(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+    def pod_vector(self, pod: Pod) -> PodVector:
         """(column indices, values) of the pod's non-zero requests, including pods=1."""
         key = ("vec", len(self.res_names))
-        v = pod.cache.get(key)
+        v: PodVector | None = pod.cache.get(key)
         if v is None:
             self._ensure_columns(pod.requests)
             items = [(self.res_index[r], q) for r, q in pod.requests.items() if q != 0 and r != "pods"]
@@ -188,7 +193,7 @@ class NodeTable:
         self._log_pod(pod, i, -1)
         return pod
 
-    def journal_since(self, pos: int) -> tuple[list | None, int]:
+    def journal_since(self, pos: int) -> tuple[list[tuple[Pod, int, int]] | None, int]:
         """(pod changes after journal position `pos`, the current end position). The list is None
         when `pos` is behind what the journal still holds (or -1 for a new reader): rebuild from
         `pods` instead. Readers keep the returned end as their next `pos`."""
@@ -197,10 +202,10 @@ class NodeTable:
             return None, end
         return self.pod_log[pos - self.pod_log_base:], end
 
-    def shared(self, key: str, factory):
+    def shared(self, key: str, factory: Callable[[NodeTable], T]) -> T:
         """The table's one `factory(table)` object under `key` (incremental indexes that plugins
         and profiles share), created on first use."""
-        obj = self._shared.get(key)
+        obj: T | None = self._shared.get(key)
         if obj is None:
             obj = self._shared[key] = factory(self)
         return obj
@@ -221,21 +226,22 @@ class NodeTable:
                 yield i, p
 
     # ---- derived, cached columns --------------------------------------------
-    def cached(self, key, build, *, pods: bool = False):
+    def cached(self, key: Hashable, build: Callable[[], T], *, pods: bool = False) -> T:
         """Cache `build()` until nodes (and, with pods=True, pods) change."""
         gen = (self.node_generation, self.pod_generation if pods else -1)
         hit = self._cache.get(key)
         if hit is not None and hit[0] == gen:
-            return hit[1]
+            val: T = hit[1]
+            return val
         val = build()
         self._cache[key] = (gen, val)
         return val
 
-    def label_values(self, key: str) -> np.ndarray:
+    def label_values(self, key: str) -> npt.NDArray[np.object_]:
         """Object array: node i's value for label `key`, or None where absent."""
         return self.cached(("label", key), lambda: np.array(
             [n.labels.get(key) for n in self.nodes], dtype=object))
 
-    def has_label(self, key: str) -> np.ndarray:
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
         return self.cached(("haslabel", key), lambda: np.array(
             [key in n.labels for n in self.nodes], dtype=bool))

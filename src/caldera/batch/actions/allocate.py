@@ -13,8 +13,7 @@ import numpy as np
 
 from ..api.fiterrors import FitErrors
 from ..api.info import PENDING
-from ..util.pqueue import PriorityQueue
-from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
+from .common import PredicateHelper, action_arg_bool, jobs_by_queue, prepredicate_errors, record_explain, select_best
 
 
 def _worksheet(ssn, job):
@@ -25,33 +24,14 @@ def _worksheet(ssn, job):
 
 def execute(ssn) -> None:
     use_cache = action_arg_bool(ssn, "allocate", "predicateErrorCacheEnable", True)
-    queues = PriorityQueue(ssn.queue_order_less)
-    jobs_by_queue: dict[str, PriorityQueue] = {}
-    worksheets: dict[str, list] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        if job.is_pending():
-            if ssn.enqueue_configured:
-                continue
-            job.pg.phase = "Inqueue"
-        if ssn.job_valid(job) is not None:
-            continue
-        if job.queue not in ssn.queues:
-            continue
-        ws = _worksheet(ssn, job)
-        if not ws:
-            continue
-        if job.queue not in jobs_by_queue:
-            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_less)
-            queues.push(ssn.queues[job.queue])
-        jobs_by_queue[job.queue].push(job)
-        worksheets[job.uid] = ws
+    queues, by_queue, worksheets = jobs_by_queue(ssn, lambda job: _worksheet(ssn, job) or None,
+                                                 admit_pending=True)
 
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
             continue
-        jobs = jobs_by_queue.get(queue.uid)
+        jobs = by_queue.get(queue.uid)
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
@@ -68,7 +48,6 @@ def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
     """allocateResourcesForTasks: pops tasks from `tasks` (in order) until the job is ready."""
     stmt = ssn.statement()
     ph = PredicateHelper(ssn, use_cache)
-    nodes = ssn.nodes
     while tasks:
         task = tasks.pop(0)
         if not ssn.allocatable(queue, task):

@@ -3,36 +3,31 @@ predicates, without resource accounting, and bind them as soon as their job is r
 (Volcano's ssn.Allocate). Pipelined best-effort tasks are un-pipelined and retried."""
 from __future__ import annotations
 
-from ..api.fiterrors import FitErrors
 from ..api.info import ALLOCATED, BINDING, PENDING, PIPELINED
 from ..util.pqueue import PriorityQueue
-from .common import PredicateHelper, action_arg_bool, prepredicate_errors, record_explain, select_best
+from .common import PredicateHelper, action_arg_bool, jobs_by_queue, prepredicate_errors, record_explain, select_best
+
+
+def _best_effort_tasks(ssn, job) -> PriorityQueue | None:
+    """The job's best-effort Pending tasks (not gated) and its best-effort Pipelined ones, which
+    are un-pipelined first, in TaskOrder; None when it has none."""
+    tasks = None
+    for t in sorted(job.index.get(PENDING, {}).values(), key=lambda t: t.uid):
+        if t.best_effort and not t.sch_gated:
+            if tasks is None:
+                tasks = PriorityQueue(ssn.task_order_less)
+            tasks.push(t)
+    for t in sorted(job.index.get(PIPELINED, {}).values(), key=lambda t: t.uid):
+        if t.best_effort:
+            ssn.statement().unpipeline(t)
+            if tasks is None:
+                tasks = PriorityQueue(ssn.task_order_less)
+            tasks.push(t)
+    return tasks
 
 
 def _pending_tasks(ssn) -> list:
-    queues = PriorityQueue(ssn.queue_order_less)
-    jobs: dict[str, PriorityQueue] = {}
-    tasks: dict[str, PriorityQueue] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        for t in sorted(job.index.get(PENDING, {}).values(), key=lambda t: t.uid):
-            if t.best_effort and not t.sch_gated:
-                tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_less)).push(t)
-        for t in sorted(job.index.get(PIPELINED, {}).values(), key=lambda t: t.uid):
-            if t.best_effort:
-                ssn.statement().unpipeline(t)
-                tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_less)).push(t)
-        if job.uid not in tasks:
-            continue
-        if queue.uid not in jobs:
-            queues.push(queue)
-            jobs[queue.uid] = PriorityQueue(ssn.job_order_less)
-        jobs[queue.uid].push(job)
+    queues, jobs, tasks = jobs_by_queue(ssn, lambda job: _best_effort_tasks(ssn, job))
     out = []
     while not queues.empty():
         q = queues.pop()

@@ -1,14 +1,15 @@
-"""What several actions share: node predicates with the per-role error cache, node scoring and
-the best-node choice (Volcano's util.PredicateHelper / PrioritizeNodes / SelectBestNodeAndScore),
-vectorised over nodes, plus the explain record.
+"""What several actions share: the schedulable jobs by queue, node predicates with the per-role
+error cache, node scoring and the best-node choice (Volcano's util.PredicateHelper /
+PrioritizeNodes / SelectBestNodeAndScore), vectorised over nodes, plus the explain record.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..api.objects import parse_go_bool
 from ..api.fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
-from ..api.info import TaskInfo
+from ..api.info import PENDING, TaskInfo
+from ..api.objects import parse_go_bool
+from ..util.pqueue import PriorityQueue
 
 BASELINE_PERCENTAGE = 50
 MIN_NODES_TO_FIND = 100
@@ -23,6 +24,59 @@ def num_feasible_to_find(n: int, percentage: int = 0) -> int:
     if pct <= 0:
         pct = max(BASELINE_PERCENTAGE - n // 125, MIN_PERCENTAGE_TO_FIND)
     return max(n * pct // 100, MIN_NODES_TO_FIND)
+
+
+def jobs_by_queue(ssn, select, *, admit_pending: bool = False, every_queue: bool = False):
+    """The preamble of allocate, backfill, preempt and reclaim: walk the session's jobs (in uid
+    order, Caldera's fixed stand-in for Go's map order) and skip those that are not schedulable:
+    a Pending PodGroup, a failed JobValid, a queue the session does not know. `select(job)` is
+    asked about every remaining job and returns the action's per-job data, or None to leave the
+    job out. Returns (queues in QueueOrder, {queue uid: its selected jobs in JobOrder},
+    {job uid: select's data}, in job uid order).
+
+    What really differs between the four actions in Volcano is a parameter here:
+    - admit_pending (allocate): without an `enqueue` action in the conf a Pending job is turned
+      Inqueue on the spot instead of being skipped; the other actions always skip it.
+    - every_queue (reclaim): the queue of every schedulable job is pushed, whether or not one of
+      its jobs is selected (reclaim.go pushes the queue before its JobStarving check); allocate,
+      backfill and preempt only push queues that have a selected job.
+    enqueue does not use this: it is the action *for* Pending jobs (it keeps only them), skips
+    neither Pending nor JobValid failures, and pushes the queue of every job (enqueue.go).
+    """
+    queues = PriorityQueue(ssn.queue_order_less)
+    by_queue: dict[str, PriorityQueue] = {}
+    data: dict = {}
+    seen: set[str] = set()
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending():
+            if not admit_pending or ssn.enqueue_configured:
+                continue
+            job.pg.phase = "Inqueue"
+        if ssn.job_valid(job) is not None:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if every_queue and queue.uid not in seen:
+            seen.add(queue.uid)
+            queues.push(queue)
+        got = select(job)
+        if got is None:
+            continue
+        jobs = by_queue.get(queue.uid)
+        if jobs is None:
+            jobs = by_queue[queue.uid] = PriorityQueue(ssn.job_order_less)
+            if not every_queue:
+                queues.push(queue)
+        jobs.push(job)
+        data[job.uid] = got
+    return queues, by_queue, data
+
+
+def pending_tasks(job) -> list[TaskInfo]:
+    """The job's Pending tasks that are not scheduling-gated, in uid order (preempt, reclaim)."""
+    return [t for _, t in sorted(job.index.get(PENDING, {}).items()) if not t.sch_gated]
 
 
 class PredicateHelper:
@@ -153,10 +207,6 @@ def _cached_reason(entry, i: int) -> list:
         if k < len(bad_i) and bad_i[k] == i:
             return resolve(k)
     return []
-
-
-def score_nodes(ssn, task: TaskInfo, idx: np.ndarray, detail: dict | None = None) -> np.ndarray:
-    return ssn.node_scores(task, idx, detail)
 
 
 def select_best(ssn, task: TaskInfo, idx: np.ndarray, scores: np.ndarray) -> int:

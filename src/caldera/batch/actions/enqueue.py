@@ -8,6 +8,10 @@ from ..util.pqueue import PriorityQueue
 
 
 def execute(ssn) -> None:
+    # Not common.jobs_by_queue, on purpose (enqueue.go): this is the one action that keeps Pending
+    # jobs instead of skipping them, it does not consult JobValid (a vcjob's pods are created only
+    # once its PodGroup is Inqueue, so gang's too-few-tasks verdict would keep it Pending for
+    # ever), and it pushes the queue of every job, Pending or not.
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
     jobs_map: dict[str, PriorityQueue] = {}

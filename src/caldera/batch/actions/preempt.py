@@ -24,13 +24,21 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..api.fiterrors import UNRESOLVABLE
-from ..api.info import BOUND, PENDING, RUNNING, TaskInfo
-from ..util.pqueue import PriorityQueue
+from ..api.info import BOUND, RUNNING, TaskInfo
 from ..api.resource import Resource
-from .common import action_arg_bool
-from .victims import (PreemptPredicateHelper, candidate_nodes, fits_future_idle, node_tasks,
-                      predicate_passes, preemption_never, sorted_by_score, validate_victims)
+from ..util.pqueue import PriorityQueue
 from ..util.scheduler_helper import victims_queue
+from .common import action_arg_bool, jobs_by_queue, pending_tasks
+from .victims import (
+    PreemptPredicateHelper,
+    candidate_nodes,
+    fits_future_idle,
+    node_tasks,
+    predicate_passes,
+    preemption_never,
+    sorted_by_score,
+    validate_victims,
+)
 
 REASON = "preempt"
 PREEMPTABLE_STATUS = (RUNNING, BOUND)
@@ -42,26 +50,18 @@ def execute(ssn) -> None:
         raise ConfigError(f"{ssn.conf.source}: configurations (preempt).enableTopologyAwarePreemption: true is not "
                           "supported by Caldera (only normal preemption is); remove it or set it to false")
 
-    preemptors: dict[str, PriorityQueue] = {}
-    preemptor_tasks: dict[str, PriorityQueue] = {}
-    under_request: dict[str, list] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        if job.queue not in ssn.queues:
-            continue
+    def select(job):
         if not ssn.job_starving(job):
-            continue
+            return None
         if _network_topology(job):
-            continue   # Volcano: jobs with network topology do not preempt
-        if job.queue not in preemptors:
-            preemptors[job.queue] = PriorityQueue(ssn.job_order_less)
-        preemptors[job.queue].push(job)
-        under_request.setdefault(job.queue, []).append(job)
-        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, _pending(job))
+            return None   # Volcano: jobs with network topology do not preempt
+        return PriorityQueue(ssn.task_order_less, pending_tasks(job))
 
-    queues = PriorityQueue(ssn.queue_order_less, [ssn.queues[q] for q in preemptors])
+    queues, preemptors, preemptor_tasks = jobs_by_queue(ssn, select)
+    under_request: dict[str, list] = {}
+    for uid in preemptor_tasks:
+        job = ssn.jobs[uid]
+        under_request.setdefault(job.queue, []).append(job)
     ph = PreemptPredicateHelper(ssn, use_cache)
 
     while not queues.empty():
@@ -81,7 +81,7 @@ def execute(ssn) -> None:
                 stmt.discard()
         # between tasks of one job
         for job in under_request.get(queue.uid, ()):
-            intra = PriorityQueue(ssn.task_order_less, _pending(job))
+            intra = PriorityQueue(ssn.task_order_less, pending_tasks(job))
             while not intra.empty():
                 preemptor = intra.pop()
                 stmt = ssn.statement()
@@ -89,10 +89,6 @@ def execute(ssn) -> None:
                     stmt.discard()
                     break
                 stmt.commit()
-
-
-def _pending(job) -> list[TaskInfo]:
-    return [t for _, t in sorted(job.index.get(PENDING, {}).items()) if not t.sch_gated]
 
 
 def _network_topology(job) -> bool:

@@ -13,39 +13,26 @@ then JobPipelined, discarded otherwise.
 """
 from __future__ import annotations
 
-from ..api.info import PENDING, RUNNING, TaskInfo
-from ..util.pqueue import PriorityQueue
+from ..api.info import RUNNING, TaskInfo
 from ..api.resource import ZERO
-from .common import action_arg_bool
-from .victims import (PreemptPredicateHelper, candidate_nodes, node_tasks, preemption_never,
-                      validate_victims)
+from ..util.pqueue import PriorityQueue
 from ..util.scheduler_helper import victims_queue
+from .common import action_arg_bool, jobs_by_queue, pending_tasks
+from .victims import PreemptPredicateHelper, candidate_nodes, node_tasks, preemption_never, validate_victims
 
 REASON = "reclaim"
 
 
 def execute(ssn) -> None:
     use_cache = action_arg_bool(ssn, "reclaim", "predicateErrorCacheEnable", True)
-    queues = PriorityQueue(ssn.queue_order_less)
-    seen: set[str] = set()
-    preemptors: dict[str, PriorityQueue] = {}
-    preemptor_tasks: dict[str, PriorityQueue] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.uid not in seen:
-            seen.add(queue.uid)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            if job.queue not in preemptors:
-                preemptors[job.queue] = PriorityQueue(ssn.job_order_less)
-            preemptors[job.queue].push(job)
-            pending = [t for _, t in sorted(job.index.get(PENDING, {}).items()) if not t.sch_gated]
-            preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, pending)
+
+    def select(job):
+        if not ssn.job_starving(job):
+            return None
+        return PriorityQueue(ssn.task_order_less, pending_tasks(job))
+
+    # every_queue: reclaim.go pushes the queue of every schedulable job, starving or not
+    queues, preemptors, preemptor_tasks = jobs_by_queue(ssn, select, every_queue=True)
 
     while not queues.empty():
         queue = queues.pop()

@@ -18,7 +18,7 @@ def insufficient(dims: list[str]) -> str:
 
 
 class FitErrors:
-    __slots__ = ("_nodes", "_pending", "_bulk", "err", "hypernode", "_msg")
+    __slots__ = ("_bulk", "_msg", "_nodes", "_pending", "err", "hypernode")
 
     def __init__(self, err: str = ""):
         self._nodes: dict[str, list[tuple[str, str]]] = {}   # node -> [(code, reason)]
@@ -26,7 +26,7 @@ class FitErrors:
         self._bulk: list = []     # (names, code, reasons): one reason per node, vectorised callers
         self.err = err
         self.hypernode = ""
-        self._msg = None
+        self._msg: str | None = None
 
     def set_node(self, node: str, statuses: list[tuple[str, str]]) -> None:
         self._nodes[node] = statuses

@@ -6,9 +6,17 @@ are counts, not scans.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
 from ...api.objects import Pod
 from .objects import PREEMPTABLE_KEY, TASK_PRIORITY_ANNOTATION, TASK_SPEC_KEY, PodGroup, Queue, parse_go_bool
 from .resource import Resource
+
+if TYPE_CHECKING:
+    from .fiterrors import FitErrors
 
 PENDING, ALLOCATED, PIPELINED, BINDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED, UNKNOWN = (
     1 << i for i in range(10))
@@ -48,9 +56,33 @@ def pod_preemptable(pod: Pod) -> bool:
 
 
 class TaskInfo:
-    __slots__ = ("uid", "job", "name", "namespace", "key", "role", "resreq", "init_resreq", "priority",
-                 "preemptable", "best_effort", "sch_gated", "pod", "node_name", "status",
-                 "eviction_occurred", "last_tx", "dims", "vec", "fit", "creation", "seq")
+    __slots__ = (
+        "best_effort",
+        "creation",
+        "dims",
+        "eviction_occurred",
+        "fit",
+        "init_resreq",
+        "job",
+        "key",
+        "last_tx",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "role",
+        "sch_gated",
+        "seq",
+        "status",
+        "uid",
+        "vec",
+    )
+    # set by BatchNodes.vectorize when the session's snapshot is built, read only after that
+    dims: npt.NDArray[np.intp]        # column indices of the requested dimensions
+    vec: npt.NDArray[np.float64]      # requests over those columns
 
     def __init__(self, pod: Pod, job: str):
         self.pod = pod
@@ -79,9 +111,7 @@ class TaskInfo:
         self.last_tx: tuple[int, str] | None = None
         self.creation = pod.creation
         self.seq = pod.seq
-        self.dims = None   # column indices of the requested dimensions (set by the session)
-        self.vec = None    # requests over those columns
-        self.fit = ()      # ((column, request - 0.1), ...) for the vectorised fit test
+        self.fit: tuple[tuple[int, float], ...] = ()   # ((column, request - 0.1), ...): the vectorised fit test
 
     def __repr__(self):
         return f"Task({self.key}, {STATUS_NAMES.get(self.status)}, {self.node_name or '-'})"
@@ -104,7 +134,7 @@ class JobInfo:
         self.index: dict[int, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
         self.total_request = Resource()
-        self.fit_errors: dict[str, object] = {}      # task uid -> FitErrors
+        self.fit_errors: dict[str, FitErrors] = {}   # task uid -> FitErrors
         self.job_fit_errors = ""
         pre = pg.flag(PREEMPTABLE_KEY)
         self.preemptable = bool(pre)

@@ -8,6 +8,7 @@ NodeTable (pods on nodes, for the wrapped kube plugins) is kept in step by the s
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ...api.objects import Node
 from ...state.nodetable import NodeTable
@@ -17,9 +18,9 @@ from .resource import MIN_RESOURCE, Resource, volcano_units
 
 class NodeInfo:
     """One node's view onto the session's columns (what plugins see as Volcano's NodeInfo)."""
-    __slots__ = ("nodes", "i", "name", "node", "tasks")
+    __slots__ = ("i", "name", "node", "nodes", "tasks")
 
-    def __init__(self, nodes: "BatchNodes", i: int, node: Node):
+    def __init__(self, nodes: BatchNodes, i: int, node: Node):
         self.nodes = nodes
         self.i = i
         self.name = node.name
@@ -155,13 +156,14 @@ class BatchNodes:
         self.add_task(i, t)
 
     # fit ----------------------------------------------------------------------------------
-    def fit_mask(self, t: TaskInfo, future: bool = True) -> np.ndarray:
+    def fit_mask(self, t: TaskInfo, future: bool = True) -> npt.NDArray[np.bool_]:
         """InitResreq.LessEqual(FutureIdle or Idle, Zero) over all nodes."""
         arr = self.fidle_t if future else self.idle_t
-        m = None
-        for j, thr in t.fit:
-            c = arr[j] > thr
-            m = c if m is None else (m & c)
+        fit = t.fit                     # never empty: cpu and memory are always in it
+        j, thr = fit[0]
+        m = arr[j] > thr
+        for j, thr in fit[1:]:
+            m = m & (arr[j] > thr)
         return m
 
     def fits(self, t: TaskInfo, avail: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
@@ -209,6 +211,6 @@ class BatchNodes:
         r = Resource(s[0], s[1])
         anyp = self.present.any(axis=0)
         for j in range(2, len(self.dim_names)):
-            if anyp[j]:
+            if anyp[j]:     # type: ignore[index]  # numpy stubs: any(axis=0) of a 2-D array is an array, not a bool
                 r.scalars[self.dim_names[j]] = float(s[j])
         return r

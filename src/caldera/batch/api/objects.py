@@ -47,9 +47,25 @@ def parse_go_bool(value) -> bool | None:
 
 
 class PodGroup:
-    __slots__ = ("raw", "name", "namespace", "key", "uid", "labels", "annotations", "creation",
-                 "min_member", "min_task_member", "min_resources", "queue", "priority_class_name",
-                 "phase", "conditions", "seq", "implicit")
+    __slots__ = (
+        "annotations",
+        "conditions",
+        "creation",
+        "implicit",
+        "key",
+        "labels",
+        "min_member",
+        "min_resources",
+        "min_task_member",
+        "name",
+        "namespace",
+        "phase",
+        "priority_class_name",
+        "queue",
+        "raw",
+        "seq",
+        "uid",
+    )
 
     def __init__(self, raw: dict, seq: int = 0, implicit: bool = False):
         self.raw = raw
@@ -95,8 +111,22 @@ class PodGroup:
 
 
 class Queue:
-    __slots__ = ("raw", "name", "uid", "creation", "weight", "capability", "deserved", "guarantee",
-                 "reclaimable", "parent", "state", "priority", "annotations", "seq")
+    __slots__ = (
+        "annotations",
+        "capability",
+        "creation",
+        "deserved",
+        "guarantee",
+        "name",
+        "parent",
+        "priority",
+        "raw",
+        "reclaimable",
+        "seq",
+        "state",
+        "uid",
+        "weight",
+    )
 
     def __init__(self, raw: dict, seq: int = 0):
         self.raw = raw
@@ -128,7 +158,7 @@ class Queue:
         self.state = state
 
     @classmethod
-    def implicit(cls, name: str) -> "Queue":
+    def implicit(cls, name: str) -> Queue:
         """The queue the controller creates (`default`, `root`): weight 1, no limits, Open."""
         return cls({"metadata": {"name": name}, "spec": {"weight": 1}, "status": {"state": "Open"}}, seq=-1)
 

@@ -62,9 +62,9 @@ def job_fit_error(job: JobInfo) -> str:
         msg += ". Origin reason is: " + job.job_fit_errors
     else:
         for uid, fe in job.fit_errors.items():
-            t = job.tasks.get(uid)
-            if t is not None and fe is not None:
-                msg += f". Origin reason is {t.name}: {fe.message()}"
+            task = job.tasks.get(uid)
+            if task is not None and fe is not None:
+                msg += f". Origin reason is {task.name}: {fe.message()}"
                 break
     return msg
 

@@ -49,7 +49,7 @@ class Resource:
 
     # construction -------------------------------------------------------------------------
     @classmethod
-    def from_requests(cls, req: dict[str, int]) -> "Resource":
+    def from_requests(cls, req: dict[str, int]) -> Resource:
         """NewResource: cpu, memory, pods, ephemeral-storage and scalar resources; quota-style
         names (count/*, requests.*, limits.*) and other native names are dropped."""
         r = cls()
@@ -65,10 +65,10 @@ class Resource:
         return r
 
     @classmethod
-    def infinite(cls) -> "Resource":
+    def infinite(cls) -> Resource:
         return cls(MAXF, MAXF)
 
-    def clone(self) -> "Resource":
+    def clone(self) -> Resource:
         return Resource(self.cpu, self.memory, self.scalars)
 
     # queries ------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ class Resource:
         return self.get(name) < MIN_RESOURCE
 
     # arithmetic (in place, returning self, as Volcano's) -----------------------------------
-    def add(self, o: "Resource") -> "Resource":
+    def add(self, o: Resource) -> Resource:
         self.cpu += o.cpu
         self.memory += o.memory
         s = self.scalars
@@ -106,7 +106,7 @@ class Resource:
             s[n] = s.get(n, 0.0) + v
         return self
 
-    def sub(self, o: "Resource") -> "Resource":
+    def sub(self, o: Resource) -> Resource:
         """Volcano's sub: scalars only where self has a scalar map at all."""
         self.cpu -= o.cpu
         self.memory -= o.memory
@@ -116,21 +116,21 @@ class Resource:
                 s[n] = s.get(n, 0.0) - v
         return self
 
-    def multi(self, ratio: float) -> "Resource":
+    def multi(self, ratio: float) -> Resource:
         self.cpu *= ratio
         self.memory *= ratio
         for n in self.scalars:
             self.scalars[n] *= ratio
         return self
 
-    def set_max(self, o: "Resource") -> None:
+    def set_max(self, o: Resource) -> None:
         self.cpu = max(self.cpu, o.cpu)
         self.memory = max(self.memory, o.memory)
         for n, v in o.scalars.items():
             if n not in self.scalars or v > self.scalars[n]:
                 self.scalars[n] = v
 
-    def min_dimension(self, o: "Resource", default: int) -> "Resource":
+    def min_dimension(self, o: Resource, default: int) -> Resource:
         """MinDimensionResource: each dimension of self capped by o's."""
         self.cpu = min(self.cpu, o.cpu)
         self.memory = min(self.memory, o.memory)
@@ -142,7 +142,7 @@ class Resource:
         return self
 
     # comparisons -------------------------------------------------------------------------
-    def less_equal(self, o: "Resource", default: int = ZERO) -> bool:
+    def less_equal(self, o: Resource, default: int = ZERO) -> bool:
         if not _le(self.cpu, o.cpu) or not _le(self.memory, o.memory):
             return False
         if default == INFINITY:
@@ -157,7 +157,7 @@ class Resource:
                 return False
         return True
 
-    def less_equal_names(self, o: "Resource", default: int = ZERO) -> list[str]:
+    def less_equal_names(self, o: Resource, default: int = ZERO) -> list[str]:
         """LessEqualWithResourcesName: the dimensions that do not fit (empty if all fit)."""
         bad = []
         if not _le(self.cpu, o.cpu):
@@ -171,7 +171,7 @@ class Resource:
                 bad.append(n)
         return bad
 
-    def less(self, o: "Resource", default: int = ZERO) -> bool:
+    def less(self, o: Resource, default: int = ZERO) -> bool:
         if not (self.cpu < o.cpu and self.memory < o.memory):
             return False
         if default == INFINITY:
@@ -188,7 +188,7 @@ class Resource:
                 return False
         return True
 
-    def less_equal_with_dimension(self, o: "Resource | None", req: "Resource | None") -> list[str]:
+    def less_equal_with_dimension(self, o: Resource | None, req: Resource | None) -> list[str]:
         """LessEqualWithDimensionAndResourcesName: compare only the dimensions `req` asks for
         (strictly, no tolerance); returns the dimensions where self exceeds o."""
         if o is None:
@@ -209,7 +209,7 @@ class Resource:
                 bad.append(n)
         return bad
 
-    def less_equal_partly_with_dimension(self, o: "Resource", req: "Resource | None") -> bool:
+    def less_equal_partly_with_dimension(self, o: Resource, req: Resource | None) -> bool:
         if req is None:
             return False
         if req.cpu > 0 and _le(self.cpu, o.cpu):
@@ -223,7 +223,7 @@ class Resource:
                 return True
         return False
 
-    def equal(self, o: "Resource", default: int = ZERO) -> bool:
+    def equal(self, o: Resource, default: int = ZERO) -> bool:
         def eq(a, b):
             return a == b or abs(a - b) < MIN_RESOURCE
         if not eq(self.cpu, o.cpu) or not eq(self.memory, o.memory):
@@ -239,7 +239,7 @@ class Resource:
                 return False
         return True
 
-    def diff(self, o: "Resource", default: int = ZERO) -> tuple["Resource", "Resource"]:
+    def diff(self, o: Resource, default: int = ZERO) -> tuple[Resource, Resource]:
         """(increased, decreased): per dimension, how much self exceeds o and falls short of it.
         A scalar one side lacks takes `default` (0, or -1 meaning infinite, passed through)."""
         inc, dec = Resource(), Resource()
@@ -265,7 +265,7 @@ class Resource:
                 dec.scalars[n] = b - a
         return inc, dec
 
-    def less_equal_partly_with_dimension_zero_filtered(self, o: "Resource", req: "Resource | None") -> bool:
+    def less_equal_partly_with_dimension_zero_filtered(self, o: Resource, req: Resource | None) -> bool:
         """LessEqualPartlyWithDimensionZeroFiltered: like less_equal_partly_with_dimension, but a
         requested dimension that both self and o lack (< MIN_RESOURCE) is not compared."""
         if req is None:
@@ -280,7 +280,7 @@ class Resource:
                 f.scalars[n] = q
         return self.less_equal_partly_with_dimension(o, f)
 
-    def greater_partly_with_dimension(self, o: "Resource | None", req: "Resource | None") -> list[str]:
+    def greater_partly_with_dimension(self, o: Resource | None, req: Resource | None) -> list[str]:
         """GreaterPartlyWithDimension: the dimensions `req` asks for (> 0) where self exceeds o
         (strictly); o None counts as empty."""
         if req is None:
@@ -299,7 +299,7 @@ class Resource:
                 bad.append(n)
         return bad
 
-    def greater_partly_with_relevant_dimensions(self, o: "Resource | None", req: "Resource | None") -> list[str]:
+    def greater_partly_with_relevant_dimensions(self, o: Resource | None, req: Resource | None) -> list[str]:
         """GreaterPartlyWithRelevantDimensions: greater_partly_with_dimension restricted to the
         dimensions o actually has (cpu/memory >= MIN_RESOURCE, scalars present in o's map)."""
         if req is None:
@@ -316,7 +316,7 @@ class Resource:
                 f.scalars[n] = q
         return self.greater_partly_with_dimension(o, f)
 
-    def less_partly(self, o: "Resource", default: int = ZERO) -> bool:
+    def less_partly(self, o: Resource, default: int = ZERO) -> bool:
         """LessPartly: some dimension of self is strictly below o's."""
         if self.cpu < o.cpu or self.memory < o.memory:
             return True
@@ -331,7 +331,7 @@ class Resource:
                 return True
         return False
 
-    def fit_delta(self, o: "Resource") -> "Resource":
+    def fit_delta(self, o: Resource) -> Resource:
         if o.cpu > 0:
             self.cpu -= o.cpu + MIN_RESOURCE
         if o.memory > 0:

@@ -7,6 +7,8 @@ pod without one becomes a group of one (the PodGroup Volcano's controller would 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ...api.loader import Cluster, resolve_priorities
 from ...api.objects import Pod
 from ...errors import InputError
@@ -28,15 +30,18 @@ class Snapshot:
         self.foreign_pending: list[Pod] = []
 
 
-def volcano_objects(cluster: Cluster):
+def volcano_objects(cluster: Cluster) -> tuple[list[PodGroup], list[Queue], list[Pod]]:
     """The PodGroups, Queues and the pods of Volcano Jobs in the manifests, parsed and validated
     (a bad object raises InputError naming its file and the object)."""
     from ..controller.vcjob import expand_job
-    pgs, queues, extra_pods = [], [], []
+    pgs: list[PodGroup] = []
+    queues: list[Queue] = []
+    extra_pods: list[Pod] = []
     for seq, (source, doc) in enumerate(cluster.other):
         kind = doc.get("kind")
         meta = doc.get("metadata") or {}
-        what = f"{kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
+        ns = meta.get("namespace")
+        what = f"{kind} {ns + '/' if ns else ''}{meta.get('name', '?')}"
         try:
             if kind == "PodGroup":
                 pgs.append(PodGroup(doc, seq))
@@ -102,10 +107,11 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) ->
             key = f"{p.namespace}/{gname}"
             if key not in snap.podgroups:
                 queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
-                raw = {"metadata": {"name": gname, "namespace": p.namespace, "uid": f"{p.namespace}-{gname}"},
-                       "spec": {"minMember": 1, "queue": queue, "priorityClassName": p.priority_class_name,
-                                "minResources": {k: str(v) + ("m" if k == "cpu" else "") for k, v in p.requests.items()}},
-                       "status": {"phase": "Pending"}}
+                raw: dict[str, Any] = {
+                    "metadata": {"name": gname, "namespace": p.namespace, "uid": f"{p.namespace}-{gname}"},
+                    "spec": {"minMember": 1, "queue": queue, "priorityClassName": p.priority_class_name,
+                             "minResources": {k: str(v) + ("m" if k == "cpu" else "") for k, v in p.requests.items()}},
+                    "status": {"phase": "Pending"}}
                 if p.raw.get("metadata", {}).get("creationTimestamp"):
                     raw["metadata"]["creationTimestamp"] = p.raw["metadata"]["creationTimestamp"]
                 snap.podgroups[key] = PodGroup(raw, p.seq, implicit=True)
@@ -136,11 +142,11 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) ->
         if ni is None:
             snap.warnings.append(f"Pod {p.key}: bound to unknown node {p.node_name!r}; ignored")
             continue
-        t = jobs_tasks.get(p.key)
-        if t is None:
-            t = TaskInfo(p, "")
-            nodes.vectorize(t)
-        if t.status & COMPLETED_STATUS or t.status == PENDING:
+        task = jobs_tasks.get(p.key)
+        if task is None:
+            task = TaskInfo(p, "")
+            nodes.vectorize(task)
+        if task.status & COMPLETED_STATUS or task.status == PENDING:
             continue
-        nodes.add_task(ni.i, t)
+        nodes.add_task(ni.i, task)
     return snap

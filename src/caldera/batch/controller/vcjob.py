@@ -38,13 +38,14 @@ the PodGroup has left Pending (enqueue); here they are produced up front, status
 from __future__ import annotations
 
 import copy
-import re
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...api.objects import SYSTEM_PRIORITY_CLASSES
 from ...api.podresources import aggregate_container_requests, parse_resources_nano
 from ...api.quantity import NANO
 from ...api.resourcenames import is_extended
+from ...api.validation import dns1123_label_errors
 from ...errors import InputError
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -59,7 +60,6 @@ PREEMPTABLE, COOLDOWN = "volcano.sh/preemptable", "volcano.sh/cooldown-time"
 _COPIED_ANNOTATIONS = (PREEMPTABLE, COOLDOWN, "volcano.sh/revocable-zone", "volcano.sh/jdb-min-available")
 _JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 DEFAULT_QUEUE, DEFAULT_SCHEDULER = "default", "volcano"
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def _mapping(v, where: str) -> dict:
@@ -85,7 +85,11 @@ def _strs(d: dict) -> dict[str, str]:
 
 def _pod_usage(spec: dict, where: str) -> dict[str, int]:
     """Quota usage of one pod built from a task template, in nano-units per resource name."""
-    reqs, lims, ireqs, ilims = [], [], [], []
+    # containers: requests / limits; initContainers: (requests / limits, is a sidecar)
+    reqs: list[Any] = []
+    lims: list[Any] = []
+    ireqs: list[Any] = []
+    ilims: list[Any] = []
     for kind, out_r, out_l in (("containers", reqs, lims), ("initContainers", ireqs, ilims)):
         items = spec.get(kind) or []
         if not isinstance(items, list):
@@ -179,9 +183,9 @@ def _read_tasks(spec: dict, priorities: Mapping[str, int]) -> list[dict]:
         if min_av > replicas:
             raise InputError(f"{w}.minAvailable: 'minAvailable' is greater than 'replicas' in task {name} "
                              f"({min_av} > {replicas}); lower minAvailable or raise replicas")
-        if len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
-            raise InputError(f"{w}.name: {name!r} is not a lowercase RFC 1123 label; use at most 63 lower case "
-                             "alphanumeric characters or '-', starting and ending with an alphanumeric")
+        name_errs = dns1123_label_errors(name)
+        if name_errs:
+            raise InputError(f"{w}.name: invalid task name {name!r}: " + "; ".join(name_errs))
         if name in seen:
             raise InputError(f"{w}.name: duplicated task name {name}; give every task a unique name")
         seen.add(name)

@@ -9,14 +9,19 @@ is gated by the plugin entry's enable flag.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from ..conf import PluginOption, VolcanoConf
 from ..api.info import JobInfo, QueueInfo, TaskInfo
 from ..api.nodes import BatchNodes
+from ..conf import PluginOption, VolcanoConf
 from .statement import Statement
+
+if TYPE_CHECKING:
+    from ..api.objects import PodGroup
+    from . import hooks
 
 # hook -> the conf flag that gates it (None: always on)
 HOOK_FLAGS = {
@@ -31,6 +36,12 @@ HOOK_FLAGS = {
 
 
 class Session:
+    # set by the runner (batch/runner.py) and the actions, not in __init__
+    podgroups: dict[str, PodGroup]
+    rr_start: int                     # where the next round-robin scan over the nodes starts
+    timings: dict[str, float]         # action -> milliseconds
+    elapsed: float                    # seconds, open to close
+
     def __init__(self, conf: VolcanoConf, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo],
                  nodes: BatchNodes, priority_classes: dict, seed: int = 0, explain: bool = False):
         self.conf = conf
@@ -56,12 +67,46 @@ class Session:
         self.events: dict[str, list[tuple[str, str]]] = {}  # job uid -> PodGroup events (reason, message)
         self._task_cmp = functools.cmp_to_key(self.task_compare)
 
-    # registration -------------------------------------------------------------------------
-    def add(self, hook: str, plugin: str, fn: Callable) -> None:
+    # registration (the callback types are in hooks.py) ------------------------------------
+    @overload
+    def add(self, hook: Literal["job_order"], plugin: str, fn: hooks.JobOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["queue_order"], plugin: str, fn: hooks.QueueOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["victim_queue_order"], plugin: str, fn: hooks.VictimQueueOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["task_order"], plugin: str, fn: hooks.TaskOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["predicate"], plugin: str, fn: hooks.PredicateFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["pre_predicate"], plugin: str, fn: hooks.PrePredicateFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["node_order", "batch_node_order"], plugin: str, fn: hooks.NodeOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["best_node"], plugin: str, fn: hooks.BestNodeFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["job_valid"], plugin: str, fn: hooks.JobValidFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["job_ready", "job_starving"], plugin: str, fn: hooks.JobReadyFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["job_pipelined", "job_enqueueable"], plugin: str, fn: hooks.JobVoteFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["job_enqueued"], plugin: str, fn: hooks.JobEnqueuedFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["overused"], plugin: str, fn: hooks.OverusedFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["allocatable", "preemptive"], plugin: str, fn: hooks.QueueTaskFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["preemptable", "reclaimable"], plugin: str, fn: hooks.VictimsFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["victim_tasks"], plugin: str, fn: hooks.VictimTasksFn) -> None: ...
+
+    def add(self, hook: hooks.Hook, plugin: str, fn: Any) -> None:
         self.fns[hook][plugin] = fn
         self._resolved.pop(hook, None)
 
-    def add_event_handler(self, allocate: Callable | None = None, deallocate: Callable | None = None) -> None:
+    def add_event_handler(self, allocate: hooks.TaskEventFn | None = None,
+                          deallocate: hooks.TaskEventFn | None = None) -> None:
         self.event_handlers.append((allocate, deallocate))
         self._alloc_handlers = [a for a, _ in self.event_handlers if a is not None]
         self._dealloc_handlers = [d for _, d in self.event_handlers if d is not None]
@@ -102,21 +147,20 @@ class Session:
                 return c
         return 0
 
-    def job_order_less(self, l: JobInfo, r: JobInfo) -> bool:
-        c = self._compare("job_order", l, r)
+    def _order_less(self, hook: str, l, r) -> bool:
+        """JobOrderFn / QueueOrderFn: the plugins' order, else older creation first, then uid."""
+        c = self._compare(hook, l, r)
         if c:
             return c < 0
         if l.creation == r.creation:
             return l.uid < r.uid
         return (l.creation or 0) < (r.creation or 0)
 
+    def job_order_less(self, l: JobInfo, r: JobInfo) -> bool:
+        return self._order_less("job_order", l, r)
+
     def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
-        c = self._compare("queue_order", l, r)
-        if c:
-            return c < 0
-        if l.creation == r.creation:
-            return l.uid < r.uid
-        return (l.creation or 0) < (r.creation or 0)
+        return self._order_less("queue_order", l, r)
 
     def victim_queue_order_less(self, l: QueueInfo, r: QueueInfo, preemptor) -> bool:
         for _, _, fn in self._each("victim_queue_order"):
@@ -303,6 +347,3 @@ class Session:
         evs = self.events.setdefault(job_uid, [])
         if (reason, message) not in evs:
             evs.append((reason, message))
-
-    def job_priority(self, job: JobInfo) -> int:
-        return job.priority

@@ -18,9 +18,9 @@ EVICT, PIPELINE, ALLOCATE = 0, 1, 2
 
 
 class Statement:
-    __slots__ = ("ssn", "ops")
+    __slots__ = ("ops", "ssn")
 
-    def __init__(self, ssn: "Session"):
+    def __init__(self, ssn: Session):
         self.ssn = ssn
         self.ops: list[tuple[int, TaskInfo, str]] = []
 
@@ -108,7 +108,7 @@ class Statement:
                 ssn.bound.append((task, task.node_name))
         self.ops = []
 
-    def merge(self, *others: "Statement") -> None:
+    def merge(self, *others: Statement) -> None:
         for o in others:
             self.ops.extend(o.ops)
             o.ops = []

@@ -1,34 +1,49 @@
-"""What a batch plugin is: built from its conf entry, registers callbacks when a session opens."""
+"""What a batch plugin is: built from its conf entry, registers callbacks when a session opens.
+
+A plugin registers its callbacks in `on_session_open(ssn)` with `ssn.add(hook, self.name, fn)`;
+the hooks and the type of each callback are in batch/framework/hooks.py (Session.add is
+overloaded on the hook name, so a callback of the wrong shape is a type error).
+"""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..api.info import TaskInfo
+    from ..conf import PluginOption
+    from ..framework.hooks import NodeRows, PredicateFn
+    from ..framework.session import Session
 
 # The votes of JobEnqueueable / JobPipelined
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 
 class BatchPlugin:
+    """A Volcano plugin: `name` is its name in volcano-scheduler.conf, `args` its `arguments`."""
+
     name = ""
 
-    def __init__(self, arguments: dict | None = None, source: str = "volcano conf"):
+    def __init__(self, arguments: dict[str, Any] | None = None, source: str = "volcano conf"):
         self.args = dict(arguments or {})
         self.source = source
-        self.ssn = None       # the session, set before on_session_open
-        self.option = None    # this plugin's conf entry (flags), set before on_session_open
+        self.ssn: Session = cast("Session", None)   # the session, set before on_session_open
+        self.option: PluginOption | None = None      # this plugin's conf entry (flags), set before on_session_open
 
-    def on_session_open(self, ssn) -> None:
-        pass
+    def on_session_open(self, ssn: Session) -> None:
+        """Register this session's callbacks: ssn.add(hook, self.name, fn) (see hooks.py)."""
 
-    def on_session_close(self, ssn) -> None:
-        pass
+    def on_session_close(self, ssn: Session) -> None:
+        """Write results back (PodGroup conditions, events) and drop per-session state."""
 
     # Volcano's Arguments.Get* with strict checking: a value that does not parse is a config
     # error (Volcano logs it and keeps the default; a silent default is worse for users).
-    def _bad(self, key, want, v):
+    def _bad(self, key: str, want: str, v: object) -> ConfigError:
         return ConfigError(f"{self.source}: {self.name}.arguments.{key}: must be {want}, got {v!r}; "
                            f"fix the value or remove it to use the default")
 
@@ -64,9 +79,15 @@ class BatchPlugin:
 
 class Predicate:
     """A vectorised predicate: `mask(task, idx) -> bool array over idx` (None: all pass) and
-    `reason(task, i) -> [(code, reason)]` for one node that failed."""
+    `reason(task, i) -> [(code, reason)]` for one node that failed (hooks.PredicateFn)."""
     __slots__ = ("mask", "reason")
 
-    def __init__(self, mask: Callable[..., np.ndarray | None], reason: Callable[..., list]):
+    def __init__(self, mask: Callable[[TaskInfo, NodeRows], npt.NDArray[np.bool_] | None],
+                 reason: Callable[[TaskInfo, int], list[tuple[str, str]]]):
         self.mask = mask
         self.reason = reason
+
+
+if TYPE_CHECKING:
+    def _conforms(p: Predicate) -> PredicateFn:
+        return p

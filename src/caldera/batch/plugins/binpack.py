@@ -15,11 +15,16 @@ all nodes are kept and updated only on nodes whose tasks changed (kube.RowCache)
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE
 from .base import BatchPlugin
 from .kube import RowCaches
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 WEIGHT, CPU, MEMORY, RESOURCES = "binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"
 PREFIX = RESOURCES + "."
@@ -47,14 +52,14 @@ class BinpackPlugin(BatchPlugin):
         res["memory"] = 1 if mem < 0 else mem
         self.resources = res
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.caches = RowCaches()
         self._memo: dict = {}
         if self.weight != 0:
             ssn.add("node_order", self.name, self.node_order)
 
-    def _terms(self, task) -> "_Terms":
+    def _terms(self, task) -> _Terms:
         """What the score reads of the task, shared by tasks with the same requests."""
         sig = tuple(task.pod.requests.items())
         t = self._memo.get(sig)
@@ -72,7 +77,7 @@ class BinpackPlugin(BatchPlugin):
                                lambda i: self.row(t, i))
         return vals[idx]
 
-    def scores(self, t: "_Terms", idx: np.ndarray | None) -> np.ndarray:
+    def scores(self, t: _Terms, idx: np.ndarray | None) -> np.ndarray:
         """BinPackingScore over nodes idx (all nodes if None), vectorised."""
         nodes = self.ssn.nodes
         cols = np.array([j for j, _, _ in t.triples], dtype=np.intp)
@@ -89,7 +94,7 @@ class BinpackPlugin(BatchPlugin):
         score[bad] = 0.0
         return score
 
-    def row(self, t: "_Terms", i: int) -> float:
+    def row(self, t: _Terms, i: int) -> float:
         """BinPackingScore on node i, in plain float arithmetic (same operations as `scores`)."""
         nodes = self.ssn.nodes
         alloc, used = nodes.alloc, nodes.used
@@ -110,7 +115,7 @@ class BinpackPlugin(BatchPlugin):
 class _Terms:
     """The requested resources that have a weight: (column, request, weight) for those some node
     has, and the sum of all their weights (a resource no node has still counts there)."""
-    __slots__ = ("triples", "wsum", "key")
+    __slots__ = ("key", "triples", "wsum")
 
     def __init__(self, r, weights: dict, dim: dict):
         triples = []

@@ -3,8 +3,13 @@
 supported (no gangpreempt/gangreclaim actions)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.info import TaskInfo
 from .base import PERMIT, BatchPlugin
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
@@ -23,6 +28,6 @@ def evictable(evictor: TaskInfo | None, evictees: list[TaskInfo]):
 class ConformancePlugin(BatchPlugin):
     name = "conformance"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         ssn.add("preemptable", self.name, evictable)
         ssn.add("reclaimable", self.name, evictable)

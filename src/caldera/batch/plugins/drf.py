@@ -15,10 +15,16 @@ Volcano's drf has no namespace-share mode any more (the field is vestigial in th
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.info import ALLOCATED_STATUS
 from ..api.resource import Resource
 from .base import BatchPlugin
-from .hdrf import Attr, HNode, Hierarchy
+from .hdrf import Attr, Hierarchy, HNode
+from .util import share_of
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 SHARE_DELTA = 0.000001
 PERMIT = 1
@@ -36,7 +42,7 @@ class DRFPlugin(BatchPlugin):
         self.root = HNode.root()
         self.hierarchy = False
         self._dims: list[tuple[str, float]] = []
-        self._tree: Hierarchy | None = None
+        self._tree = Hierarchy(self.calculate_share, self.total)    # rebuilt when a session opens
 
     # shares -------------------------------------------------------------------------------
     def calculate_share(self, allocated: Resource) -> tuple[str, float]:
@@ -44,7 +50,7 @@ class DRFPlugin(BatchPlugin):
         best, dominant = 0.0, ""
         for rn, tot in self._dims:
             a = allocated.get(rn)
-            s = a / tot if tot != 0 else (0.0 if a == 0 else 1.0)
+            s = share_of(a, tot)
             if s > best:
                 best, dominant = s, rn
         return dominant, best
@@ -60,7 +66,7 @@ class DRFPlugin(BatchPlugin):
         return bool(opt is not None and opt.enabled("hierarchy"))
 
     # session ------------------------------------------------------------------------------
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.total.add(ssn.total)
         self._dims = [(rn, self.total.get(rn)) for rn in self.total.names()]
         self.hierarchy = self._hierarchy_enabled(ssn)
@@ -89,7 +95,7 @@ class DRFPlugin(BatchPlugin):
         ssn.add_event_handler(allocate=lambda t: self._on_event(ssn, t, 1),
                               deallocate=lambda t: self._on_event(ssn, t, -1))
 
-    def on_session_close(self, ssn) -> None:
+    def on_session_close(self, ssn: Session) -> None:
         self.total = Resource()
         self.total_allocated = Resource()
         self.job_attrs = {}

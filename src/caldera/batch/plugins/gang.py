@@ -11,9 +11,14 @@ vacuously true) and UnifiedEvictable (no gangpreempt/gangreclaim actions).
 """
 from __future__ import annotations
 
-from ..api.info import ALLOCATED_STATUS, PENDING, PIPELINED, JobInfo
+from typing import TYPE_CHECKING
+
+from ..api.info import ALLOCATED_STATUS, PENDING, PIPELINED, JobInfo, TaskInfo
 from ..api.reasons import _tx, job_fit_error
 from .base import PERMIT, REJECT, BatchPlugin
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 NOT_ENOUGH_PODS_OF_TASK_REASON = "NotEnoughPodsOfTask"
 NOT_ENOUGH_PODS_REASON = "NotEnoughTasks"
@@ -64,7 +69,7 @@ def gang_event_message(job: JobInfo) -> str | None:
 class GangPlugin(BatchPlugin):
     name = "gang"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         ssn.add("job_valid", self.name, self.job_valid)
 
         def victims(preemptor: TaskInfo, preemptees: list[TaskInfo]):
@@ -109,7 +114,7 @@ class GangPlugin(BatchPlugin):
             return 0
         return 1 if lr else -1
 
-    def on_session_close(self, ssn) -> None:
+    def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue

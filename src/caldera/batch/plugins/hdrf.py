@@ -23,7 +23,7 @@ from ..api.resource import Resource
 
 class Attr:
     """A job's (or tree node's) allocation and its dominant share."""
-    __slots__ = ("share", "dominant", "allocated")
+    __slots__ = ("allocated", "dominant", "share")
 
     def __init__(self, allocated: Resource | None = None, share: float = 0.0, dominant: str = ""):
         self.allocated = allocated if allocated is not None else Resource()
@@ -35,10 +35,10 @@ class Attr:
 
 
 class HNode:
-    __slots__ = ("parent", "attr", "request", "weight", "saturated", "name", "children", "demanding")
+    __slots__ = ("attr", "children", "demanding", "name", "parent", "request", "saturated", "weight")
 
     def __init__(self, name: str, weight: float, attr: Attr, request: Resource,
-                 children: dict | None, parent: "HNode | None" = None):
+                 children: dict[str, HNode] | None, parent: HNode | None = None):
         self.parent = parent
         self.attr = attr
         self.request = request          # a leaf's job total request
@@ -46,13 +46,13 @@ class HNode:
         self.saturated = False
         self.name = name
         self.children = children        # None for a leaf (a job)
-        self.demanding = None           # root only: the demanded dimensions at the last full pass
+        self.demanding: frozenset[str] | None = None   # root only: the demanded dimensions at the last full pass
 
     @classmethod
-    def root(cls) -> "HNode":
+    def root(cls) -> HNode:
         return cls("root", 1.0, Attr(), Resource(), {})
 
-    def clone(self, parent: "HNode | None" = None) -> "HNode":
+    def clone(self, parent: HNode | None = None) -> HNode:
         a = self.attr
         n = HNode(self.name, self.weight, Attr(a.allocated.clone(), a.share, a.dominant),
                   self.request.clone(), None, parent)
@@ -88,7 +88,7 @@ def _parse_weight(s: str) -> float:
     return w
 
 
-def resource_saturated(allocated: Resource, request: Resource, demanding: frozenset) -> bool:
+def resource_saturated(allocated: Resource, request: Resource, demanding: frozenset[str]) -> bool:
     for rn in allocated.names():
         a, q = allocated.get(rn), request.get(rn)
         if a != 0 and q != 0 and a >= q:
@@ -106,7 +106,7 @@ class Hierarchy:
         self.total = total
         self.total_names = total.names()
 
-    def demanding(self, total_allocated: Resource) -> frozenset:
+    def demanding(self, total_allocated: Resource) -> frozenset[str]:
         t = self.total
         return frozenset(rn for rn in self.total_names if total_allocated.get(rn) < t.get(rn))
 
@@ -116,6 +116,7 @@ class Hierarchy:
         paths = hierarchy.split("/")
         ws = weights.split("/")
         for i in range(1, len(paths)):
+            assert node.children is not None    # the root and the queues on the path are inner nodes
             child = node.children.get(paths[i])
             if child is None:
                 if i >= len(ws):
@@ -128,10 +129,11 @@ class Hierarchy:
                 node.children[paths[i]] = child
             node = child
         leaf = HNode(job.uid, 1.0, attr, job.total_request.clone(), None, node)
+        assert node.children is not None
         node.children[job.uid] = leaf
         return leaf
 
-    def _refresh(self, node: HNode, demanding: frozenset) -> None:
+    def _refresh(self, node: HNode, demanding: frozenset[str]) -> None:
         """One node from its children's current values (a leaf: only its saturation)."""
         if node.children is None:
             node.saturated = resource_saturated(node.attr.allocated, node.request, demanding)
@@ -158,7 +160,7 @@ class Hierarchy:
         node.attr.dominant, node.attr.share = self.share_fn(alloc)
         node.saturated = saturated
 
-    def _full(self, node: HNode, demanding: frozenset) -> None:
+    def _full(self, node: HNode, demanding: frozenset[str]) -> None:
         if node.children is not None:
             for c in node.children.values():
                 self._full(c, demanding)
@@ -173,7 +175,7 @@ class Hierarchy:
             self._full(root, demanding)
             root.demanding = demanding
             return
-        node = leaf
+        node: HNode | None = leaf
         while node is not None:
             self._refresh(node, demanding)
             node = node.parent
@@ -183,7 +185,8 @@ class Hierarchy:
         """compareQueues: < 0 when lqueue goes first."""
         lpaths = queue_path(lqueue)[0].split("/")
         rpaths = queue_path(rqueue)[0].split("/")
-        ln = rn = root
+        ln: HNode | None = root
+        rn: HNode | None = root
         depth = min(len(lpaths), len(rpaths))
         for i in range(depth):
             if ln is None or rn is None:

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import math
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...api.objects import Pod
+from ...api.pdb import PodDisruptionBudget
 from ...api.podresources import pod_request_list
 from ...api.resourcenames import NATIVE_SCORED, is_scalar
 from ...framework.interface import MAX_NODE_SCORE, CycleState
 from ...framework.status import Code, Status
 from ...plugins.registry import IN_TREE
-from ...state.nodetable import CPU, MEM
+from ...state.nodetable import CPU, MEM, NodeTable
 from ..api.fiterrors import ERROR, UNRESOLVABLE, UNSCHEDULABLE
+
+if TYPE_CHECKING:
+    from ...framework.protocols import Handle
+    from ..framework.session import Session
 
 
 # kube status code -> Volcano's (api.ConvertPredicateStatus)
@@ -33,31 +40,37 @@ class KubeError(Exception):
 
 
 class SessionHandle:
-    """What a core plugin may ask of its scheduler, answered from a Volcano session. There is no
-    nominator and no preemption through kube here: Volcano does both itself."""
+    """What a core plugin may ask of its scheduler, answered from a Volcano session (it satisfies
+    framework.protocols.Handle). There is no nominator and no preemption through kube here:
+    Volcano does both itself."""
 
-    def __init__(self, ssn):
+    def __init__(self, ssn: Session):
         self._nodes = ssn.nodes
         self.framework = None
         self.scheduler = None
-        self.pdbs: list = []
+        self.pdbs: list[PodDisruptionBudget] = []
         self.rng = random.Random(0)
 
     @property
-    def table(self):
+    def table(self) -> NodeTable:
         return self._nodes.table
 
-    def nominated_pods(self, i: int) -> list:
+    def nominated_pods(self, i: int) -> list[Pod]:
         return []
 
-    def nominated_node(self, pod) -> str:
+    def nominated_node(self, pod: Pod) -> str:
         return ""
 
-    def nominate(self, pod, node_name: str) -> None:
+    def nominate(self, pod: Pod, node_name: str) -> None:
         pass
 
-    def evict(self, victim, reason: str) -> None:
+    def evict(self, victim: Pod, reason: str) -> None:
         raise RuntimeError("kube plugins inside Volcano plugins do not evict")
+
+
+if TYPE_CHECKING:
+    def _conforms(h: SessionHandle) -> Handle:
+        return h
 
 
 def build(name: str, args: dict | None, handle):
@@ -128,7 +141,7 @@ class RowCache:
     (vectorised) the first time, when the journal no longer reaches back, when the node set
     changed, or when too many rows changed. Every change of the session's node columns comes
     with a pod added to or removed from the table, so the journal names every changed row."""
-    __slots__ = ("values", "cursor", "gen")
+    __slots__ = ("cursor", "gen", "values")
     MAX_ROWS = 48
 
     def __init__(self):

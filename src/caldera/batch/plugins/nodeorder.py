@@ -24,6 +24,8 @@ cluster is 100 on every node; plugins whose PreScore skips cost nothing. The exp
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE, CycleState
@@ -31,11 +33,14 @@ from ...plugins.imagelocality import image_states, pod_images
 from .base import BatchPlugin
 from .kube import KubeError, ResourceRows, RowCaches, SessionHandle, build, score
 
+if TYPE_CHECKING:
+    from ..framework.session import Session
+
 LEAST = "NodeResourcesFit_LeastAllocated"
 MOST = "NodeResourcesFit_MostAllocated"
 
 # (argument, default weight, explain key, kube plugin, kube args)
-SCORERS = (
+SCORERS: tuple[tuple[str, int, str, str, dict[str, Any]], ...] = (
     ("leastrequested.weight", 1, LEAST, "NodeResourcesFit",
      {"scoringStrategy": {"type": "LeastAllocated",
                           "resources": [{"name": "cpu", "weight": 50}, {"name": "memory", "weight": 50}]}}),
@@ -70,7 +75,7 @@ class NodeOrderPlugin(BatchPlugin):
         self.weights = {arg: self.arg_int(arg, default) for arg, default, *_ in SCORERS}
         self.weights[IMAGE_LOCALITY[0]] = self.arg_int(IMAGE_LOCALITY[0], IMAGE_LOCALITY[1])
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         handle = SessionHandle(ssn)
         # [(explain key, plugin, weight)]

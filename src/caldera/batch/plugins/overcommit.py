@@ -11,9 +11,14 @@ Argument `overcommit-factor` (default 1.2); a value below 1 falls back to 1.2, a
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.resource import Resource
 from .base import PERMIT, REJECT, BatchPlugin
 from .util import allocated_task_num, format_resource_names, inqueue_resource
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 FACTOR_ARG = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
@@ -40,7 +45,7 @@ class OvercommitPlugin(BatchPlugin):
         self.inqueue = Resource()
         self.events: list[tuple[str, str, str]] = []   # (job uid, reason, message) PodGroup events
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         factor = self.arg_float(FACTOR_ARG, DEFAULT_FACTOR)
         self.factor = DEFAULT_FACTOR if factor < 1.0 else factor
         self.total = Resource().add(ssn.total)
@@ -60,7 +65,7 @@ class OvercommitPlugin(BatchPlugin):
         ssn.add("job_enqueueable", self.name, self._enqueueable)
         ssn.add("job_enqueued", self.name, self._enqueued)
 
-    def on_session_close(self, ssn) -> None:
+    def on_session_close(self, ssn: Session) -> None:
         self.total = Resource()
         self.idle = Resource()
         self.inqueue = Resource()

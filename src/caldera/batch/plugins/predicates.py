@@ -30,6 +30,8 @@ skip every pod), and the predicate cache by role is the action's PredicateHelper
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...framework.interface import CycleState
@@ -38,6 +40,9 @@ from ...state.nodetable import PODS
 from ..api.fiterrors import ERROR, NODE_POD_NUMBER_EXCEEDED, UNSCHEDULABLE
 from .base import BatchPlugin, Predicate
 from .kube import SessionHandle, build, filter_mask, filter_status, should_abort, volcano_code
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 ENABLE_ARGS = {
     "predicate.NodeAffinityEnable": "NodeAffinity",
@@ -73,7 +78,7 @@ class PredicatesPlugin(BatchPlugin):
             self.arg_bool(key, False)      # validated only
         self.states: dict[str, CycleState] = {}
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         handle = SessionHandle(ssn)
         kube = {n: build(n, ARGS.get(n), handle) for n in STABLE + OTHERS if n in self.enabled}
@@ -169,7 +174,7 @@ class PredicatesPlugin(BatchPlugin):
 class PodSlots:
     """Per node: is there room for one more pod (allocatable pods > pods on the node)? Kept
     current from the table's pod journal; `get` also says whether every node has room."""
-    __slots__ = ("max_tasks", "ok", "bad", "cursor", "gen")
+    __slots__ = ("bad", "cursor", "gen", "max_tasks", "ok")
 
     def __init__(self, max_tasks: np.ndarray):
         self.max_tasks = max_tasks

@@ -8,8 +8,13 @@ preemptionPolicy is checked by the preempt/reclaim actions, not here (as in Volc
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.info import JobInfo, TaskInfo
 from .base import PERMIT, BatchPlugin
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 
 def _higher_first(lp: int, rp: int) -> int:
@@ -21,7 +26,7 @@ def _higher_first(lp: int, rp: int) -> int:
 class PriorityPlugin(BatchPlugin):
     name = "priority"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         ssn.add("task_order", self.name, lambda l, r: _higher_first(l.priority, r.priority))
         ssn.add("job_order", self.name, lambda l, r: _higher_first(l.priority, r.priority))
 

@@ -22,10 +22,15 @@ overused and reclaim exactly as in Volcano (the allocatable checks ignore it).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..api.info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
 from ..api.resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
 from .base import PERMIT, REJECT, BatchPlugin
-from .util import allocated_task_num, format_resource_names, inqueue_resource
+from .util import allocated_task_num, format_resource_names, inqueue_resource, share_of
+
+if TYPE_CHECKING:
+    from ..framework.session import Session
 
 
 
@@ -36,16 +41,20 @@ def same(a: Resource, b: Resource) -> bool:
     return a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
 
 
-def share_of(l: float, r: float) -> float:
-    """helpers.Share."""
-    if r == 0:
-        return 0.0 if l == 0 else 1.0
-    return l / r
-
-
 class QueueAttr:
-    __slots__ = ("name", "weight", "share", "deserved", "allocated", "request", "elastic", "inqueue",
-                 "capability", "real_capability", "guarantee")
+    __slots__ = (
+        "allocated",
+        "capability",
+        "deserved",
+        "elastic",
+        "guarantee",
+        "inqueue",
+        "name",
+        "real_capability",
+        "request",
+        "share",
+        "weight",
+    )
 
     def __init__(self, name: str, weight: int):
         self.name = name
@@ -151,11 +160,11 @@ class ProportionPlugin(BatchPlugin):
                 attr.inqueue.add(job.deduct_sch_gated(inqueue_resource(job, allocated)))
         attr.elastic.add(allocated.diff(job.min_resources(), ZERO)[0])
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.total = Resource().add(ssn.total)
-        for q in ssn.queues.values():
-            if q.queue.guarantee is not None:
-                self.total_guarantee.add(q.queue.guarantee)
+        for qi in ssn.queues.values():
+            if qi.queue.guarantee is not None:
+                self.total_guarantee.add(qi.queue.guarantee)
         opts = self.queue_opts
         for job in ssn.jobs.values():
             q = ssn.queues.get(job.queue)
@@ -177,7 +186,7 @@ class ProportionPlugin(BatchPlugin):
         ssn.add_event_handler(allocate=lambda t: self._on_event(ssn, t, 1),
                               deallocate=lambda t: self._on_event(ssn, t, -1))
 
-    def on_session_close(self, ssn) -> None:
+    def on_session_close(self, ssn: Session) -> None:
         self.total = Resource()
         self.total_guarantee = Resource()
         self.queue_opts = {}

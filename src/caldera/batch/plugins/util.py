@@ -6,6 +6,13 @@ from ..api.info import ALLOCATED_STATUS, JobInfo
 from ..api.resource import Resource
 
 
+def share_of(l: float, r: float) -> float:
+    """helpers.Share: l / r; 0 when both are 0, 1 when only r is."""
+    if r == 0:
+        return 0.0 if l == 0 else 1.0
+    return l / r
+
+
 def allocated_task_num(job: JobInfo) -> int:
     """util.CalculateAllocatedTaskNum."""
     return job.count(ALLOCATED_STATUS)

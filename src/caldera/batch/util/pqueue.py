@@ -6,7 +6,7 @@ would pop.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class PriorityQueue:
@@ -34,11 +34,6 @@ class PriorityQueue:
         h[0], h[n] = h[n], h[0]
         self._down(0, n)
         return h.pop()
-
-    def clone(self) -> "PriorityQueue":
-        q = PriorityQueue(self.less)
-        q.items = list(self.items)
-        return q
 
     def _up(self, j: int) -> None:
         h, less = self.items, self.less

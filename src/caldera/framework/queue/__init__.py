@@ -7,8 +7,30 @@
 See scheduling_queue.py for the driver contract (the driver calls the flush loops).
 """
 from .events import hints_from_plugins, matches, parse_event, pod_update_events
-from .scheduling_queue import (ACTIVE, AFTER_BACKOFF, BACKOFF, GATED, IMMEDIATELY, IN_FLIGHT, SKIP, UNSCHEDULABLE,
-                               SchedulingQueue)
+from .scheduling_queue import (
+                               ACTIVE,
+                               AFTER_BACKOFF,
+                               BACKOFF,
+                               GATED,
+                               IMMEDIATELY,
+                               IN_FLIGHT,
+                               SKIP,
+                               UNSCHEDULABLE,
+                               SchedulingQueue,
+)
 
-__all__ = ["SchedulingQueue", "hints_from_plugins", "matches", "parse_event", "pod_update_events", "ACTIVE",
-           "BACKOFF", "UNSCHEDULABLE", "GATED", "IN_FLIGHT", "SKIP", "AFTER_BACKOFF", "IMMEDIATELY"]
+__all__ = [
+                               "ACTIVE",
+                               "AFTER_BACKOFF",
+                               "BACKOFF",
+                               "GATED",
+                               "IMMEDIATELY",
+                               "IN_FLIGHT",
+                               "SKIP",
+                               "UNSCHEDULABLE",
+                               "SchedulingQueue",
+                               "hints_from_plugins",
+                               "matches",
+                               "parse_event",
+                               "pod_update_events",
+]

@@ -14,8 +14,14 @@ registered for "Node/Update" is asked about "Node/UpdateNodeTaint", but one regi
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from ...api.objects import Pod
+    from ...api.selectors import LabelSelector
+    from ..interface import Plugin, QueuedPodInfo
 
 # kube's fwk.ActionType bits; only their distinctness matters for matching.
 _UPDATE_ACTIONS = ("UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint", "UpdateNodeCondition",
@@ -125,7 +131,7 @@ class HintTable:
         return hit
 
 
-def hints_from_plugins(plugins: Iterable) -> dict[str, tuple[str, ...]]:
+def hints_from_plugins(plugins: Iterable[Plugin]) -> dict[str, tuple[str, ...]]:
     """{plugin name: registered events} from plugin instances (e.g. Framework.instances.values()).
 
     A plugin that does not override events_to_register() gets the wildcard, as kube registers a
@@ -142,7 +148,7 @@ def hints_from_plugins(plugins: Iterable) -> dict[str, tuple[str, ...]]:
 
 
 # ---- the events of a pod's own update ------------------------------------------------------
-def pod_update_events(old, new) -> list[str]:
+def pod_update_events(old: Pod | None, new: Pod) -> list[str]:
     """kube's PodSchedulingPropertiesChange: the specific Pod/UpdateXxx events of an update,
     or the generic 'Pod/Update' when none applies."""
     if old is None:
@@ -163,12 +169,12 @@ def pod_update_events(old, new) -> list[str]:
 _IGNORED_META = ("resourceVersion", "generation", "managedFields", "finalizers")
 
 
-def pod_updated(old, new) -> bool:
+def pod_updated(old: Pod | None, new: Pod) -> bool:
     """kube's isPodUpdated: did anything but status / bookkeeping metadata change?"""
     if old is None:
         return True
 
-    def strip(p):
+    def strip(p: Pod) -> dict[str, Any]:
         raw = dict(p.raw)
         raw.pop("status", None)
         meta = dict(raw.get("metadata") or {})
@@ -183,10 +189,13 @@ def pod_updated(old, new) -> bool:
 _TERMS_KEY = "queue.required_affinity_terms"
 
 
-def _required_affinity_terms(pod) -> list:
+_AffinityTerm = tuple["LabelSelector | None", frozenset[str], "LabelSelector | None"]
+
+
+def _required_affinity_terms(pod: Pod) -> list[_AffinityTerm]:
     """Parsed required podAffinity terms of `pod` (cached in pod.cache): (selector, namespaces,
     namespace selector or None)."""
-    terms = pod.cache.get(_TERMS_KEY)
+    terms: list[_AffinityTerm] | None = pod.cache.get(_TERMS_KEY)
     if terms is None:
         from ...api.selectors import parse_label_selector
         terms = []
@@ -203,7 +212,7 @@ def _required_affinity_terms(pod) -> list:
     return terms
 
 
-def affinity_term_matches(pending, assigned) -> bool:
+def affinity_term_matches(pending: Pod, assigned: Pod) -> bool:
     """Does any required podAffinity term of `pending` match `assigned`? A namespaceSelector is
     taken to match (namespace labels are not known here), so this may only over-approximate."""
     for sel, nss, nsel in _required_affinity_terms(pending):
@@ -214,7 +223,7 @@ def affinity_term_matches(pending, assigned) -> bool:
     return False
 
 
-def cross_topology_candidate(qpi, assigned) -> bool:
+def cross_topology_candidate(qpi: QueuedPodInfo, assigned: Pod) -> bool:
     """kube's getUnschedulablePodsWithCrossTopologyTerm for one pending pod: rejected by
     PodTopologySpread in the assigned pod's namespace, or has a required affinity term that
     matches the assigned pod."""

@@ -4,7 +4,14 @@ from __future__ import annotations
 import functools
 import heapq
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable, KeysView
+from typing import Any
+
+from ..interface import QueuedPodInfo
+
+KeyFn = Callable[[QueuedPodInfo], Any]
+# a heap entry: [key, insertion count, QueuedPodInfo, or None once removed or re-keyed]
+_Entry = list[Any]
 
 
 class PodHeap:
@@ -14,12 +21,12 @@ class PodHeap:
     is computed when a pod is pushed, so push it again after changing anything the key reads.
     """
 
-    __slots__ = ("_keyfn", "_h", "_entries", "_count", "_dead")
+    __slots__ = ("_count", "_dead", "_entries", "_h", "_keyfn")
 
-    def __init__(self, keyfn: Callable[[Any], Any]):
+    def __init__(self, keyfn: KeyFn):
         self._keyfn = keyfn
-        self._h: list[list] = []
-        self._entries: dict[str, list] = {}
+        self._h: list[_Entry] = []
+        self._entries: dict[str, _Entry] = {}
         self._count = itertools.count()
         self._dead = 0
 
@@ -29,11 +36,12 @@ class PodHeap:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
-    def get(self, key: str):
+    def get(self, key: str) -> QueuedPodInfo | None:
         e = self._entries.get(key)
-        return None if e is None else e[2]
+        q: QueuedPodInfo | None = None if e is None else e[2]
+        return q
 
-    def push(self, qpi) -> None:
+    def push(self, qpi: QueuedPodInfo) -> None:
         old = self._entries.get(qpi.key)
         if old is not None:
             old[2] = None
@@ -43,23 +51,25 @@ class PodHeap:
         heapq.heappush(self._h, e)
         self._maybe_compact()
 
-    def remove(self, key: str):
+    def remove(self, key: str) -> QueuedPodInfo | None:
         e = self._entries.pop(key, None)
         if e is None:
             return None
+        q: QueuedPodInfo
         q, e[2] = e[2], None
         self._dead += 1
         self._maybe_compact()
         return q
 
-    def peek(self):
+    def peek(self) -> QueuedPodInfo | None:
         h = self._h
         while h and h[0][2] is None:
             heapq.heappop(h)
             self._dead -= 1
-        return h[0][2] if h else None
+        q: QueuedPodInfo | None = h[0][2] if h else None
+        return q
 
-    def pop(self):
+    def pop(self) -> QueuedPodInfo | None:
         q = self.peek()
         if q is None:
             return None
@@ -67,11 +77,11 @@ class PodHeap:
         del self._entries[q.key]
         return q
 
-    def items(self) -> list:
+    def items(self) -> list[QueuedPodInfo]:
         """Live pods in heap order (sorted copy; for inspection, not the hot path)."""
         return [e[2] for e in sorted(self._entries.values(), key=lambda e: (e[0], e[1]))]
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         return self._entries.keys()
 
     def _maybe_compact(self) -> None:
@@ -81,8 +91,9 @@ class PodHeap:
             self._dead = 0
 
 
-def order_key(less: Callable | Any, sort_key: Callable | None = None) -> Callable[[Any], Any]:
-    """A key function equivalent to the QueueSort `less`.
+def order_key(less: Any, sort_key: KeyFn | None = None) -> KeyFn:
+    """A key function equivalent to the QueueSort `less` (a function of two QueuedPodInfos, a
+    bound method, or a QueueSort plugin object).
 
     Uses, in turn: an explicit `sort_key`; the `sort_key` of the QueueSort plugin that `less` is
     a bound method of (or of the Framework's queueSort plugin when `less` is Framework.less, or of
@@ -99,8 +110,9 @@ def order_key(less: Callable | Any, sort_key: Callable | None = None) -> Callabl
         if qs:
             cand = getattr(qs[0], "sort_key", None)
     if cand is not None:
-        return cand
+        key: KeyFn = cand
+        return key
 
-    def cmp(a, b) -> int:
+    def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
         return -1 if less(a, b) else (1 if less(b, a) else 0)
     return functools.cmp_to_key(cmp)

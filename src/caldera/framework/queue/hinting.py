@@ -4,19 +4,41 @@ A mixin of SchedulingQueue (kept apart for size); it uses the queue's sub-queues
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
+from ...api.objects import Pod
 from ..interface import QueuedPodInfo
-from .events import FORCE_ACTIVATE, cross_topology_candidate, is_wildcard, matches, pod_update_events
+from .events import FORCE_ACTIVATE, HintTable, cross_topology_candidate, is_wildcard, matches, pod_update_events
+from .heaps import PodHeap
 
 SKIP, AFTER_BACKOFF, IMMEDIATELY = 0, 1, 2          # kube's queueingStrategy
 ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT = "active", "backoff", "unschedulable", "gated", "in_flight"
 
 
 class EventsMixin:
+    # the SchedulingQueue's state and moves this mixin uses (set and defined there)
+    hints: HintTable
+    queueing_hints: bool
+    _unsched: dict[str, QueuedPodInfo]
+    _backoff: PodHeap
+    _error_backoff: PodHeap
+    _in_flight: dict[str, QueuedPodInfo]
+    _flight_start: dict[str, int]
+    _events: deque[tuple[int, str, object, object, str | None]]   # (seq, event, old, new, target key)
+    _event_seq: int
+    _cycle: int
+    _move_request_cycle: int
+
+    if TYPE_CHECKING:
+        def _move_to_active(self, q: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool: ...
+
+        def _requeue(self, q: QueuedPodInfo, strategy: int, event: str) -> str: ...
+
     # ---- cluster events -------------------------------------------------------------------
-    def move_all_to_active_or_backoff(self, event: str, old=None, new=None,
-                                      pre_check: Callable | None = None) -> int:
+    def move_all_to_active_or_backoff(self, event: str, old: object = None, new: object = None,
+                                      pre_check: Callable[[Pod], bool] | None = None) -> int:
         """A cluster event ("Node/Add", "Pod/Delete", ...) happened: move the unschedulable pods
         it may help (per the plugins that rejected each) to backoffQ if still backing off, else
         to activeQ. `pre_check(pod) -> bool` narrows the candidates. Returns the number moved."""
@@ -25,14 +47,14 @@ class EventsMixin:
         pods = [q for q in self._unsched.values() if pre_check is None or pre_check(q.pod)]
         return self._move_pods(pods, event, old, new)
 
-    def assigned_pod_added(self, pod) -> int:
+    def assigned_pod_added(self, pod: Pod) -> int:
         """kube AssignedPodAdded: only pods with a cross-topology term the new pod may satisfy."""
         if not self.hints.of_interest("Pod/Add"):
             return 0
         return self._move_pods([q for q in self._unsched.values() if cross_topology_candidate(q, pod)],
                                "Pod/Add", None, pod)
 
-    def assigned_pod_updated(self, old, new, event: str | None = None) -> int:
+    def assigned_pod_updated(self, old: Pod | None, new: Pod, event: str | None = None) -> int:
         """kube AssignedPodUpdated, once per Pod/UpdateXxx event of the change (or `event`)."""
         moved = 0
         for ev in ([event] if event else pod_update_events(old, new)):
@@ -43,11 +65,11 @@ class EventsMixin:
                                          ev, old, new)
         return moved
 
-    def assigned_pod_deleted(self, pod) -> int:
+    def assigned_pod_deleted(self, pod: Pod) -> int:
         """kube's AssignedPodDelete event."""
         return self.move_all_to_active_or_backoff("Pod/Delete", pod, None)
 
-    def activate(self, pods: Iterable) -> int:
+    def activate(self, pods: Iterable[Pod]) -> int:
         """kube Activate: move the given pods from backoffQ / the unschedulable pool to activeQ;
         an in-flight one is requeued when it comes back."""
         moved = 0
@@ -66,7 +88,8 @@ class EventsMixin:
             self._move_request_cycle = self._cycle
         return moved
 
-    def _move_pods(self, pods: list, event: str, old=None, new=None, target: str | None = None) -> int:
+    def _move_pods(self, pods: list[QueuedPodInfo], event: str, old: object = None, new: object = None,
+                   target: str | None = None) -> int:
         if not self.hints.of_interest(event):
             return 0
         moved = 0
@@ -103,7 +126,7 @@ class EventsMixin:
             strategy = AFTER_BACKOFF
         return strategy
 
-    def _record(self, event: str, old, new, target: str | None) -> None:
+    def _record(self, event: str, old: object, new: object, target: str | None) -> None:
         """Remember an event for the pods in flight (kube's inFlightEvents)."""
         if self._in_flight:
             self._events.append((self._event_seq, event, old, new, target))

@@ -40,15 +40,27 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
+from ...api.objects import Pod
 from ..interface import QueuedPodInfo
-from .events import UNSCHEDULABLE_TIMEOUT, HintTable, Hints, pod_update_events, pod_updated
-from .heaps import PodHeap, order_key
+from ..protocols import QueueSortPlugin
+from ..status import Status
+from .events import UNSCHEDULABLE_TIMEOUT, Hints, HintTable, pod_update_events, pod_updated
+from .heaps import KeyFn, PodHeap, order_key
 from .hinting import ACTIVE, AFTER_BACKOFF, BACKOFF, GATED, IMMEDIATELY, IN_FLIGHT, SKIP, UNSCHEDULABLE, EventsMixin
 
-__all__ = ["SchedulingQueue", "ACTIVE", "BACKOFF", "UNSCHEDULABLE", "GATED", "IN_FLIGHT", "SKIP", "AFTER_BACKOFF",
-           "IMMEDIATELY"]
+__all__ = [
+    "ACTIVE",
+    "AFTER_BACKOFF",
+    "BACKOFF",
+    "GATED",
+    "IMMEDIATELY",
+    "IN_FLIGHT",
+    "SKIP",
+    "UNSCHEDULABLE",
+    "SchedulingQueue",
+]
 WINDOW = 1.0                                        # backoffQ ordering window (s)
 _NO_BACKOFF = -math.inf
 
@@ -59,9 +71,10 @@ class SchedulingQueue(EventsMixin):
     Status must name its plugin); hints: see events.HintTable (None: every event may help every
     pod; a mapping plugin -> registered events, e.g. hints_from_plugins(fw.instances.values()))."""
 
-    def __init__(self, less, clock: Callable[[], float], pre_enqueue: Callable | None = None,
+    def __init__(self, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | QueueSortPlugin,
+                 clock: Callable[[], float], pre_enqueue: Callable[[Pod], Status | None] | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0, max_in_unschedulable: float = 300.0,
-                 hints: Hints = None, *, sort_key: Callable | None = None, queueing_hints: bool = True,
+                 hints: Hints = None, *, sort_key: KeyFn | None = None, queueing_hints: bool = True,
                  pop_from_backoff: bool = True):
         for name, v in (("initial_backoff", initial_backoff), ("max_backoff", max_backoff),
                         ("max_in_unschedulable", max_in_unschedulable)):
@@ -87,14 +100,14 @@ class SchedulingQueue(EventsMixin):
         self._flight_start: dict[str, int] = {}       # key -> first event seq it must see
         self._flight_cycle: dict[str, int] = {}       # key -> scheduling cycle of its attempt
         self._deleted_in_flight: set[str] = set()
-        self._events: deque = deque()                 # (seq, event, old, new, target key | None)
+        self._events: deque[tuple[int, str, object, object, str | None]] = deque()   # (seq, event, old, new, target)
         self._event_seq = 0
         self._cycle = 0
         self._move_request_cycle = -1
         self._arrivals = itertools.count(1)           # QueuedPodInfo.seq: ties on timestamp go FIFO
 
     # ---- entry points -------------------------------------------------------------------
-    def add(self, pod) -> None:
+    def add(self, pod: Pod) -> None:
         """A new pending pod (kube Add): to activeQ, or the unschedulable pool if gated."""
         key = pod.key
         self._deleted_in_flight.discard(key)
@@ -104,7 +117,7 @@ class SchedulingQueue(EventsMixin):
             return
         self._move_to_active(self._new_info(pod), "UnscheduledPodAdd")
 
-    def update(self, old, new) -> None:
+    def update(self, old: Pod | None, new: Pod) -> None:
         """A pending pod changed (kube Update). In activeQ/backoffQ it is updated in place; in
         the unschedulable pool the change may move it (gates removed -> PreEnqueue re-runs)."""
         key = new.key
@@ -140,7 +153,7 @@ class SchedulingQueue(EventsMixin):
             else:
                 self._move_to_active(q, "UnscheduledPodUpdate")
 
-    def delete(self, pod) -> bool:
+    def delete(self, pod: Pod | str) -> bool:
         """Remove a pod from whichever sub-queue holds it. An in-flight pod is remembered as
         deleted, so handing it back with add_unschedulable_if_not_present() drops it."""
         key = pod if isinstance(pod, str) else pod.key
@@ -329,7 +342,7 @@ class SchedulingQueue(EventsMixin):
         return e >= now
 
     # ---- moves --------------------------------------------------------------------------
-    def _new_info(self, pod) -> QueuedPodInfo:
+    def _new_info(self, pod: Pod) -> QueuedPodInfo:
         return QueuedPodInfo(pod=pod, timestamp=self.clock(), seq=next(self._arrivals))
 
     def _run_pre_enqueue(self, q: QueuedPodInfo) -> None:

@@ -36,5 +36,14 @@ from .handler import is_watch
 from .kubestatus import SUPPORTED_CODES, parse_api_path, status_object
 from .proxy import FaultProxy
 
-__all__ = ["FaultProxy", "FaultConfig", "Decision", "MUTATING", "DROP_PHASES", "SUPPORTED_CODES",
-           "is_watch", "parse_api_path", "status_object"]
+__all__ = [
+           "DROP_PHASES",
+           "MUTATING",
+           "SUPPORTED_CODES",
+           "Decision",
+           "FaultConfig",
+           "FaultProxy",
+           "is_watch",
+           "parse_api_path",
+           "status_object",
+]

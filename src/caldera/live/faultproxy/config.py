@@ -23,7 +23,7 @@ class FaultConfig:
     retry_after_seconds: int = 1
     seed: int = 0
 
-    def validate(self) -> "FaultConfig":
+    def validate(self) -> FaultConfig:
         for name in ("latency_spike_rate", "drop_rate"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:

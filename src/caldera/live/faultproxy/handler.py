@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "caldera-faultproxy"
     upstream: http.client.HTTPConnection | None = None
 
-    def log_message(self, format, *args) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format, *args) -> None:
         pass
 
     def setup(self) -> None:

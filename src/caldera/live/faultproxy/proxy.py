@@ -63,7 +63,7 @@ class FaultProxy:
         self._thread: threading.Thread | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         server = _Server(self.listen, _Handler)
         server.proxy = self
         self._server = server
@@ -86,7 +86,7 @@ class FaultProxy:
             self._thread.join(timeout=5)
         self._server = self._thread = None
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -13,6 +13,8 @@ Every message is returned prefixed with "preemption: ", as kube's PostFilter doe
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...errors import ConfigError
 from ...framework.interface import Plugin, PostFilterResult
 from ...framework.status import Code, Status
@@ -20,6 +22,9 @@ from .candidates import aggregate_message, dry_run_preemption, fit_error_message
 from .fast import build as build_fast_path
 from .pick import select_candidate
 from .victims import importance_key, select_victims_on_node
+
+if TYPE_CHECKING:
+    from ...framework.protocols import PreemptionHandle
 
 NAME = "DefaultPreemption"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
@@ -49,6 +54,7 @@ def terminating_by_preemption(pod) -> bool:
 
 class DefaultPreemption(Plugin):
     name = NAME
+    handle: PreemptionHandle
     # victim selection by resource arithmetic when only NodeResourcesFit depends on pods (fast.py)
     use_fast_path = True
 

@@ -46,7 +46,7 @@ class PriorityUsage:
                 self.by_prio[p] = np.pad(arr, ((0, 0), (0, pad)))
         return True
 
-    def sync(self) -> "PriorityUsage":
+    def sync(self) -> PriorityUsage:
         t = self.table
         changes, end = t.journal_since(self.pos)
         rebuild = self.ncols != len(t.res_names) or changes is None

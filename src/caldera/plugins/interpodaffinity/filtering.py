@@ -92,9 +92,9 @@ def compute_verdicts(table, pod, terms, ns_labels) -> np.ndarray | None:
                 anti[t.key] = c if t.key not in anti else anti[t.key] + c
         anti = {k: c for k, c in anti.items() if c.any()}
         for t in req_anti:
-            c = anti.get(t.key)
-            if c is not None:
-                verdict[_in_positive_domain(table, t.key, c)] = FAIL_ANTI
+            ac = anti.get(t.key)
+            if ac is not None:
+                verdict[_in_positive_domain(table, t.key, ac)] = FAIL_ANTI
     if req_aff:
         rows = _rows(index.matching_groups(req_aff, ns_labels))
         has_all = np.ones(n, dtype=bool)

@@ -20,7 +20,7 @@ from .terms import NO_TERMS, AffinityTerm, PodTerms, pod_terms
 class Group:
     """A set of pods (by key) with their node rows in a numpy array kept up to date in O(1)."""
 
-    __slots__ = ("ns", "labels", "pos", "keys", "arr", "size")
+    __slots__ = ("arr", "keys", "labels", "ns", "pos", "size")
 
     def __init__(self, ns, labels):
         self.ns = ns
@@ -76,7 +76,7 @@ class PodIndex:
         self.anti_groups: dict[int, tuple[PodTerms, Group]] = {}   # subset with required anti-affinity
 
     # ---- maintenance -------------------------------------------------------------
-    def sync(self) -> "PodIndex":
+    def sync(self) -> PodIndex:
         t = self.table
         changes, end = t.journal_since(self.pos)
         if self.pos == end and self.node_gen == t.node_generation:

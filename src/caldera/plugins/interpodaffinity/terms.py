@@ -27,76 +27,26 @@ the namespace of each candidate pod is the same thing, since a pod's namespace e
 from __future__ import annotations
 
 import json
-import re
 import weakref
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
-from ...api.selectors import LabelSelector, Requirement, parse_label_selector
+from ...api.selectors import LabelSelector, Requirement, parse_label_selector, requirement_errors
+from ...api.validation import aggregate
 from ...errors import InputError
 
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
-
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-              "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-              "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
-_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-             "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-             "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-_PREFIX_MSG = ("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-               "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-               "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 
 
 class TermError(ValueError):
     """A term kube would fail to parse; the message follows apimachinery's field errors."""
 
 
-def _aggregate(errs: list[str]) -> str:
-    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
-
-
-def _key_errors(key: str) -> list[str]:
-    parts = key.split("/")
-    if len(parts) > 2:
-        return [f'key: Invalid value: "{key}": a qualified name must consist of alphanumeric characters, '
-                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
-                "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
-                "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    name = parts[-1]
-    msgs = []
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            msgs.append("prefix part must be non-empty")
-        elif len(prefix) > 253:
-            msgs.append("prefix part must be no more than 253 characters")
-        elif not _DNS1123_RE.match(prefix):
-            msgs.append(_PREFIX_MSG)
-    if not name:
-        msgs.append("name part must be non-empty")
-    elif len(name) > 63:
-        msgs.append("name part must be no more than 63 characters")
-    if name and not _NAME_RE.match(name):
-        msgs.append(_NAME_MSG)
-    return [f'key: Invalid value: "{key}": ' + "; ".join(msgs)] if msgs else []
-
-
 def _validate_requirement(r: Requirement) -> None:
-    """labels.NewRequirement's checks on key and values (operators are checked by the parser)."""
-    errs = _key_errors(r.key)
-    for i, v in enumerate(r.values):
-        msgs = []
-        if len(v) > 63:
-            msgs.append("must be no more than 63 characters")
-        if not _LABEL_VALUE_RE.match(v):
-            msgs.append(_VALUE_MSG)
-        if msgs:
-            errs.append(f'values[{i}][{r.key}]: Invalid value: "{v}": ' + "; ".join(msgs))
+    """labels.NewRequirement's checks on key and values (operators are checked by the parser);
+    LabelSelectorAsSelector passes no field path."""
+    errs = requirement_errors(r.key, r.op, r.values)
     if errs:
-        raise TermError(_aggregate(errs))
+        raise TermError(aggregate(errs))
 
 
 def _selector(raw, where: str, extra: tuple[Requirement, ...] = ()) -> LabelSelector | None:
@@ -116,7 +66,7 @@ def _selector(raw, where: str, extra: tuple[Requirement, ...] = ()) -> LabelSele
 class AffinityTerm:
     """One parsed PodAffinityTerm (with its weight for preferred terms)."""
 
-    __slots__ = ("selector", "namespaces", "ns_selector", "key", "weight")
+    __slots__ = ("key", "namespaces", "ns_selector", "selector", "weight")
 
     def __init__(self, selector, namespaces, ns_selector, key, weight=0):
         self.selector: LabelSelector | None = selector
@@ -179,7 +129,7 @@ def parse_term(term, pod_ns: str, labels: Mapping[str, str], where: str, weight:
 class PodTerms:
     """A pod's four term lists (PodInfo's Required/Preferred (Anti)AffinityTerms)."""
 
-    __slots__ = ("req_aff", "req_anti", "pref_aff", "pref_anti", "error", "__weakref__")
+    __slots__ = ("__weakref__", "error", "pref_aff", "pref_anti", "req_aff", "req_anti")
 
     def __init__(self, req_aff=(), req_anti=(), pref_aff=(), pref_anti=(), error=""):
         self.req_aff: tuple[AffinityTerm, ...] = req_aff
@@ -194,7 +144,7 @@ class PodTerms:
 
 
 NO_TERMS = PodTerms()
-_interned: "weakref.WeakValueDictionary[tuple, PodTerms]" = weakref.WeakValueDictionary()
+_interned: weakref.WeakValueDictionary[tuple, PodTerms] = weakref.WeakValueDictionary()
 
 
 def _list(d, field_, where):
@@ -233,7 +183,7 @@ def _parse(pa, paa, ns: str, labels: Mapping[str, str]) -> PodTerms:
             errs.append(f"{label}: {e}")
             terms = []
         out.append(tuple(terms))
-    return PodTerms(*out, error=_aggregate(errs) if errs else "")
+    return PodTerms(*out, error=aggregate(errs) if errs else "")
 
 
 def pod_terms(pod) -> PodTerms:

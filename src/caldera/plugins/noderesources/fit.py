@@ -14,7 +14,7 @@ import numpy as np
 
 from ...api.podresources import pod_request_list
 from ...api.resourcenames import is_extended, is_scalar
-from ...api.validation import is_qualified_name
+from ...api.validation import qualified_name_errors
 from ...errors import ConfigError
 from ...framework.interface import Plugin
 from ...framework.status import Status
@@ -50,15 +50,18 @@ class NodeResourcesFit(Plugin):
             raise ConfigError(f"{_WHERE}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         ignored = _string_list(a.get("ignoredResources"), f"{_WHERE}.ignoredResources")
         for i, r in enumerate(ignored):
-            if not is_qualified_name(r):
-                raise ConfigError(f"{_WHERE}.ignoredResources[{i}]: {r!r} is not a valid resource name "
-                                  "(a qualified name such as 'example.com/gpu')")
+            errs = qualified_name_errors(r)           # metav1validation.ValidateLabelName
+            if errs:
+                raise ConfigError(f"{_WHERE}.ignoredResources[{i}]: {r!r} is not a valid resource name: "
+                                  + "; ".join(errs))
         groups = _string_list(a.get("ignoredResourceGroups"), f"{_WHERE}.ignoredResourceGroups")
         for i, g in enumerate(groups):
             if "/" in g:
                 raise ConfigError(f"{_WHERE}.ignoredResourceGroups[{i}]: {g!r}: resource group name can't contain '/'")
-            if not is_qualified_name(g):
-                raise ConfigError(f"{_WHERE}.ignoredResourceGroups[{i}]: {g!r} is not a valid resource group name")
+            errs = qualified_name_errors(g)
+            if errs:
+                raise ConfigError(f"{_WHERE}.ignoredResourceGroups[{i}]: {g!r} is not a valid resource group name: "
+                                  + "; ".join(errs))
         self.ignored = set(ignored)
         self.ignored_groups = set(groups)
         ss = a.get("scoringStrategy")

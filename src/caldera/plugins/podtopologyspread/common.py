@@ -14,15 +14,15 @@ and then kept current from the table's pod journal (`pod_log`), so a cycle costs
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...api.objects import Pod
 from ...api.selectors import LabelSelector, Requirement, parse_label_selector
+from ...api.validation import qualified_name_errors
 from ...errors import ConfigError, InputError
-from ..nodeaffinity import pod_node_affinity
+from ..nodeaffinity.pod import pod_node_affinity
 from ..tainttoleration import first_untolerated, hard_taints
 
 NAME = "PodTopologySpread"
@@ -65,22 +65,6 @@ class Constraint:
         return self.selector is None or self.selector.empty
 
 
-# ---- validation helpers ---------------------------------------------------------------
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS1123_SUB_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def label_key_problem(key: str) -> str | None:
-    """metav1validation.ValidateLabelName: optional DNS-subdomain prefix, '/', name <= 63 chars."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUB_RE.match(prefix)):
-        return f"prefix {prefix!r} must be a DNS subdomain"
-    if not name or len(name) > 63 or not _NAME_RE.match(name):
-        return (f"name part {name!r} must be 1-63 characters of alphanumerics, '-', '_' or '.', "
-                "starting and ending with an alphanumeric")
-    return None
-
-
 def _int(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -102,9 +86,9 @@ def validate_raw(items, where: str, *, forbid_selector: bool, err=SpreadError) -
         key = c.get("topologyKey")
         if not isinstance(key, str) or not key:
             raise err(f"{w}.topologyKey: required, can not be empty")
-        prob = label_key_problem(key)
-        if prob:
-            raise err(f"{w}.topologyKey: {key!r} is not a valid label name: {prob}")
+        kerrs = qualified_name_errors(key)         # metav1validation.ValidateLabelName
+        if kerrs:
+            raise err(f"{w}.topologyKey: {key!r} is not a valid label name: {'; '.join(kerrs)}")
         act = c.get("whenUnsatisfiable")
         if act not in ACTIONS:
             raise err(f"{w}.whenUnsatisfiable: {act!r} is not one of {list(ACTIONS)}")

@@ -15,8 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...framework.status import Status
-from .common import (ERR_CONSTRAINTS_NOT_MATCH, ERR_NODE_LABEL_NOT_MATCH, MAX_INT32, Constraint,
-                     all_keys_mask, inclusion_mask, key_index, match_counts)
+from .common import (
+    ERR_CONSTRAINTS_NOT_MATCH,
+    ERR_NODE_LABEL_NOT_MATCH,
+    MAX_INT32,
+    Constraint,
+    all_keys_mask,
+    inclusion_mask,
+    key_index,
+    match_counts,
+)
 
 PASS, UNSCHED, UNRESOLVABLE = 0, 1, 2
 

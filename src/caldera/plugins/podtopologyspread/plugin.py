@@ -21,8 +21,15 @@ import numpy as np
 
 from ...framework.interface import Plugin
 from ...framework.status import Status
-from .common import (DO_NOT_SCHEDULE, NAME, SCHEDULE_ANYWAY, SpreadArgs, SpreadError, default_constraints,
-                     pod_constraints)
+from .common import (
+    DO_NOT_SCHEDULE,
+    NAME,
+    SCHEDULE_ANYWAY,
+    SpreadArgs,
+    SpreadError,
+    default_constraints,
+    pod_constraints,
+)
 from .filtering import PASS, compute_prefilter, filter_codes, status_for
 from .scoring import compute_raw_scores, normalize
 

@@ -19,11 +19,16 @@ SchedulingGatesQueueAdmission).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...api.info import JobInfo, QueueInfo, TaskInfo
 from ..base import PERMIT, REJECT, BatchPlugin
 from ..util import format_resource_names
 from .attrs import QueueAttr, build_flat, build_hierarchy, queue_level
 from .victims import Reclaim
+
+if TYPE_CHECKING:
+    from ...framework.session import Session
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 DRA_ARGS = ("capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable")
@@ -45,19 +50,18 @@ class CapacityPlugin(BatchPlugin):
         for k in DRA_ARGS:
             self.arg_bool(k, False)
         self.opts: dict[str, QueueAttr] = {}
-        self.queue_infos: dict[str, QueueInfo] = {}
         self.hierarchy = False
         self.ready = True
 
     # ---- session ---------------------------------------------------------------------------
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         opt = getattr(self, "option", None)
         self.hierarchy = bool(opt is not None and opt.enabled("hierarchy"))
         total = ssn.total.clone()
         if self.hierarchy:
-            self.opts, self.queue_infos, self.ready = build_hierarchy(ssn, total, self.warnings)
+            self.opts, self.ready = build_hierarchy(ssn, total, self.warnings)
         else:
-            self.opts, self.queue_infos, self.ready = build_flat(ssn, total), dict(ssn.queues), True
+            self.opts, self.ready = build_flat(ssn, total), True
         self.ssn = ssn
         rec = Reclaim(self, ssn)
         ssn.add("reclaimable", self.name, rec.reclaimable)
@@ -72,9 +76,8 @@ class CapacityPlugin(BatchPlugin):
             ssn.add("victim_queue_order", self.name, self.victim_queue_order)
         ssn.add_event_handler(allocate=self._on_allocate, deallocate=self._on_deallocate)
 
-    def on_session_close(self, ssn) -> None:
+    def on_session_close(self, ssn: Session) -> None:
         self.opts = {}
-        self.queue_infos = {}
 
     # ---- orders ----------------------------------------------------------------------------
     @staticmethod

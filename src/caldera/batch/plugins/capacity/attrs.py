@@ -22,22 +22,35 @@ from ....api.resourcenames import is_scalar
 from ...api.info import ALLOCATED_STATUS, PENDING, JobInfo, QueueInfo
 from ...api.objects import Queue
 from ...api.resource import INFINITY, MAXF, ZERO, Resource, exceeded_part, max_resource
-from ..util import inqueue_resource
+from ..util import inqueue_resource, share_of
 
 ROOT = "root"
 MAX_INT64_F = float(2 ** 63 - 1)
 
 
 class QueueAttr:
-    __slots__ = ("uid", "name", "share", "ancestors", "children", "deserved", "allocated", "request",
-                 "elastic", "inqueue", "capability", "real_capability", "guarantee")
+    __slots__ = (
+        "allocated",
+        "ancestors",
+        "capability",
+        "children",
+        "deserved",
+        "elastic",
+        "guarantee",
+        "inqueue",
+        "name",
+        "real_capability",
+        "request",
+        "share",
+        "uid",
+    )
 
     def __init__(self, uid: str, name: str):
         self.uid = uid
         self.name = name
         self.share = 0.0
         self.ancestors: list[str] = []
-        self.children: dict[str, "QueueAttr"] = {}
+        self.children: dict[str, QueueAttr] = {}
         self.deserved = Resource()
         self.allocated = Resource()
         self.request = Resource()
@@ -54,18 +67,12 @@ class QueueAttr:
             return
         s = 0.0
         for n in self.deserved.names():
-            s = max(s, _share(self.allocated.get(n), self.deserved.get(n)))
+            s = max(s, share_of(self.allocated.get(n), self.deserved.get(n)))
         self.share = s
 
     def __repr__(self):
         return (f"QueueAttr({self.name}, deserved={self.deserved}, allocated={self.allocated}, "
                 f"realCapability={self.real_capability}, share={self.share:.3f})")
-
-
-def _share(l: float, r: float) -> float:
-    if r == 0:
-        return 0.0 if l == 0 else 1.0
-    return l / r
 
 
 # ---- Queue spec -> Resource, as api.NewResource reads a ResourceList ----------------------------
@@ -165,10 +172,10 @@ def _new_attr(q: QueueInfo) -> QueueAttr:
     return attr
 
 
-def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str, QueueAttr], dict[str, QueueInfo], bool]:
-    """buildHierarchicalQueueAttrs: (attributes, queue infos incl. root, ready). `root` is
-    Volcano's built-in queue (its scheduler creates it at start-up); when the manifests do not
-    define it, a default one (no limits) stands in."""
+def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str, QueueAttr], bool]:
+    """buildHierarchicalQueueAttrs: (attributes, ready). `root` is Volcano's built-in queue (its
+    scheduler creates it at start-up); when the manifests do not define it, a default one (no
+    limits) stands in."""
     queues = dict(ssn.queues)
     if ROOT not in queues:
         queues[ROOT] = QueueInfo(Queue.implicit(ROOT))
@@ -200,7 +207,7 @@ def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str
     except HierarchyError as e:
         warnings.append(f"capacity: queue hierarchy is invalid ({e}); the capacity plugin admits and "
                         "allocates nothing this session")
-        return opts, queues, False
+        return opts, False
     detached = sorted(a.name for a in opts.values() if a.name != ROOT and (not a.ancestors or a.ancestors[0] != ROOT))
     if detached:
         warnings.append(f"capacity: queues {', '.join(detached)} do not lead to root through spec.parent (a "
@@ -215,7 +222,7 @@ def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str
         if attr.children:
             warnings.append(f"capacity: the queue {attr.name} of job {job.namespace}/{job.name} is not a leaf "
                             "queue; the capacity plugin admits and allocates nothing this session")
-            return opts, queues, False
+            return opts, False
         contrib = job_contribution(job)
         for a in [attr] + [opts[x] for x in attr.ancestors]:
             a.allocated.add(contrib[0])
@@ -224,6 +231,7 @@ def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str
             a.elastic.add(contrib[3])
 
     root = opts[ROOT]
+    assert root.capability is not None      # set for every hierarchical attribute (_new_attr)
     if root.capability.is_empty():
         inf = Resource.infinite()
         for k in total.scalars:
@@ -233,7 +241,7 @@ def build_hierarchy(ssn, total: Resource, warnings: list[str]) -> tuple[dict[str
     _check_tree(root, warnings)
     for attr in opts.values():
         attr.update_share()
-    return opts, queues, True
+    return opts, True
 
 
 def _check_tree(attr: QueueAttr, warnings: list[str]) -> None:
@@ -241,26 +249,31 @@ def _check_tree(attr: QueueAttr, warnings: list[str]) -> None:
     down; report (never reject) quotas that the parent cannot honour."""
     total_g, total_d = Resource(), Resource()
     children = [attr.children[k] for k in sorted(attr.children)]
+    parent_cap = attr.capability
+    assert parent_cap is not None           # set for every hierarchical attribute (_new_attr)
     for c in children:
         c.deserved = max_resource(c.deserved, c.guarantee)
         total_d.add(c.deserved)
         total_g.add(c.guarantee)
-        if c.capability.cpu <= 0:
-            c.capability.cpu = attr.capability.cpu
-        if c.capability.memory <= 0:
-            c.capability.memory = attr.capability.memory
-        for k, v in attr.capability.scalars.items():
-            c.capability.scalars.setdefault(k, v)
-        over = c.capability.less_equal_names(attr.capability, INFINITY)
+        cap = c.capability
+        assert cap is not None
+        if cap.cpu <= 0:
+            cap.cpu = parent_cap.cpu
+        if cap.memory <= 0:
+            cap.memory = parent_cap.memory
+        for k, v in parent_cap.scalars.items():
+            cap.scalars.setdefault(k, v)
+        over = cap.less_equal_names(parent_cap, INFINITY)
         if over:
-            warnings.append(f"capacity: child queue {c.name} capability {c.capability} exceeds parent queue "
-                            f"{attr.name} capability {attr.capability} on {', '.join(over)}; the child's "
+            warnings.append(f"capacity: child queue {c.name} capability {cap} exceeds parent queue "
+                            f"{attr.name} capability {parent_cap} on {', '.join(over)}; the child's "
                             "effective capability is limited by the parent")
     if attr.name == ROOT:
         attr.guarantee = total_g
         attr.deserved = total_d
     for c in children:
         real = exceeded_part(attr.real_capability, total_g).add(c.guarantee)
+        assert c.capability is not None
         real.min_dimension(c.capability, INFINITY)
         c.real_capability = real
     if attr.deserved.less_partly(total_d, ZERO):
@@ -292,7 +305,7 @@ def ancestor_at_depth(attr: QueueAttr | None, depth: int) -> str | None:
 
 
 def ancestors_by_level(attr: QueueAttr | None, max_level: int) -> dict[int, str]:
-    out = {}
+    out: dict[int, str] = {}
     if attr is None or max_level <= 0:
         return out
     for level in range(1, max_level + 1):

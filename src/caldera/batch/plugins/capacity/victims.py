@@ -18,9 +18,9 @@ deserved uses it stays within deserved (or, with ancestorReclaimLevel, an ancest
 """
 from __future__ import annotations
 
-from ...util.scheduler_helper import victims_queue
 from ...api.info import TaskInfo
 from ...api.resource import ZERO, Resource, intersection, intersection_without_ignored
+from ...util.scheduler_helper import victims_queue
 from ..base import PERMIT, REJECT
 from .attrs import ROOT, QueueAttr, ancestor_at_depth, ancestors_by_level
 
