@@ -60,7 +60,8 @@ def build(nodes: int = 1000, groups: int = 200, size: int = 50) -> Cluster:
         name = f"train-{g:03d}"
         c.other.append(("<bench>", {
             "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": f"2026-01-01T00:{g // 60:02d}:{g % 60:02d}Z"},
+            "metadata": {"name": name, "namespace": "ml",
+                         "creationTimestamp": f"2026-01-01T00:{g // 60:02d}:{g % 60:02d}Z"},
             "spec": {"minMember": size, "queue": q,
                      "minResources": {"cpu": str(4 * size), "memory": f"{32 * size}Gi", GPU: str(size)}},
             "status": {"phase": "Pending"}}))

@@ -146,7 +146,7 @@ def run_filter(sched: Scheduler, pod, plugin_name: str | None = None):
     if not s.is_success():
         return {n.name: s for n in table.nodes}
     idx = np.arange(len(table), dtype=np.intp)
-    alive, rej = fw.run_filters(state, pod, table, idx)
+    _, rej = fw.run_filters(state, pod, table, idx)
     st = fw.statuses(state, pod, table, rej)
     out = {}
     for i, n in enumerate(table.nodes):

@@ -87,12 +87,15 @@ def test_unknown_kind_warns(tmp_path):
 @pytest.mark.parametrize("text,needles", [
     ("kind: Node\nmetadata: {name: [\n", ["m.yaml", "malformed YAML", "line"]),
     (NODE.replace('cpu: "2"', "cpu: 2x"), ["m.yaml", "Node n1", "status.allocatable.cpu", "invalid quantity"]),
-    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {memory: lots}}}]}\n",
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+     "spec: {containers: [{name: c, resources: {requests: {memory: lots}}}]}\n",
      ["Pod p", "spec.containers[0].resources.requests.memory", "invalid quantity"]),
-    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high, containers: []}\n", ["Pod p", "spec.priority"]),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high, containers: []}\n",
+     ["Pod p", "spec.priority"]),
     ("- just\n- a list\n", ["m.yaml", "document 0"]),
     ("apiVersion: v1\nkind: Node\nmetadata: {}\n", ["m.yaml", "document 0", "name"]),
-    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Maybe}]\n",
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+     "spec:\n  containers: []\n  tolerations: [{key: k, operator: Maybe}]\n",
      ["Pod p", "spec.tolerations[0].operator"]),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, text, needles):
@@ -110,7 +113,7 @@ def test_explain_has_scores_and_reasons():
     web = ex["shop/web-0"]
     assert web["filtered"]["node-c"] == "node(s) were unschedulable"
     assert web["filtered"]["gpu-1"] == "node(s) had untolerated taint {dedicated: gpu}"
-    for node, row in web["scores"].items():
+    for row in web["scores"].values():
         assert 0 <= row["TaintToleration"] <= 100 and "total" in row
 
 

@@ -112,6 +112,7 @@ def test_example_plugin_installed_through_entry_point(tmp_path):
     assert "profiles[0].pluginConfig[0].args" in r.stderr and "PreferLabeledNodesArgs.label" in r.stderr
 
     # and the suite's own environment does not know the plugin
-    r = subprocess.run([sys.executable, "-m", "caldera.cli.main", "schedule", "-f", str(tmp_path / "cluster.yaml"), "--config", str(tmp_path / "sched.yaml")],
+    r = subprocess.run([sys.executable, "-m", "caldera.cli.main", "schedule", "-f", str(tmp_path / "cluster.yaml"),
+                        "--config", str(tmp_path / "sched.yaml")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "unknown plugin 'PreferLabeledNodes'" in r.stderr

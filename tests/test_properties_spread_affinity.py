@@ -121,7 +121,8 @@ def _terms(p, kind):
 
 
 def _same_domain(nodes_by, a, b, key):
-    return key in nodes_by[a].labels and key in nodes_by[b].labels and nodes_by[a].labels[key] == nodes_by[b].labels[key]
+    la, lb = nodes_by[a].labels, nodes_by[b].labels
+    return key in la and key in lb and la[key] == lb[key]
 
 
 def ref_affinity(nodes, pods, pod):

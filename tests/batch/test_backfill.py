@@ -50,8 +50,10 @@ PICKUP_EXPECTED = [
 def _pickup_docs(nodes):
     pending, pipelined = _pickup_pods()
     docs = [queue("q1", 1),
-            podgroup("default", "pg1", 1, "q1", phase="Inqueue", min_task_member={"": 3}, priority_class="job-priority-1"),
-            podgroup("default", "pg2", 1, "q1", phase="Inqueue", min_task_member={"": 3}, priority_class="job-priority-2"),
+            podgroup("default", "pg1", 1, "q1", phase="Inqueue", min_task_member={"": 3},
+                     priority_class="job-priority-1"),
+            podgroup("default", "pg2", 1, "q1", phase="Inqueue", min_task_member={"": 3},
+                     priority_class="job-priority-2"),
             priority_class("job-priority-1", 1), priority_class("job-priority-2", 2),
             *pending, *pipelined, *nodes]
     return docs, [p["metadata"]["name"] for p in pipelined]

@@ -33,7 +33,7 @@ def test_defaults_and_negative_cpu_memory():
 
 
 def test_bad_argument_is_config_error():
-    with pytest.raises(ConfigError, match="binpack.weight"):
+    with pytest.raises(ConfigError, match=r"binpack\.weight"):
         BinpackPlugin({"binpack.weight": "heavy"})
 
 

@@ -25,8 +25,7 @@ def R(cpu: str = "", mem: str = "", extra: dict | None = None) -> dict:
         out["cpu"] = cpu
     if mem:
         out["memory"] = mem
-    for k, v in (extra or {}).items():
-        out[k] = v
+    out.update(extra or {})
     return out
 
 
@@ -297,7 +296,8 @@ HIER_CASES = [
       pg("pg16", "case12_queue11", "Inqueue"), pg("pg17", "case12_queue12", "Running"),
       pg("pg18", "case12_queue12", "Running"), ROOT2,
       hq("case12_queue1", "root", R("", "", {"nvidia.com/a100": "2"})),
-      hq("case12_queue11", "case12_queue1", R("", "", {"nvidia.com/a100": "2"})), hq("case12_queue12", "case12_queue1")],
+      hq("case12_queue11", "case12_queue1", R("", "", {"nvidia.com/a100": "2"})),
+      hq("case12_queue12", "case12_queue1")],
      dict(pipeline={"ns1/p16": "n3"}, evict=["ns1/p17"])),
 ]
 
@@ -348,7 +348,9 @@ def level_tree():
 SMALL_N1 = node("n1", R("2", "2Gi", {"pods": "10"}))
 
 
-def victim_and_reclaimer(victim_q, reclaimer_q, req=R("2", "2Gi"), reclaimer_req=None):
+def victim_and_reclaimer(victim_q, reclaimer_q, req=None, reclaimer_req=None):
+    if req is None:
+        req = R("2", "2Gi")
     return [run_pod("p-victim", "n1", req, "pg-victim"), pend_pod("p-reclaimer", reclaimer_req or req, "pg-reclaimer"),
             pg("pg-victim", victim_q, "Running"), pg("pg-reclaimer", reclaimer_q, "Inqueue")]
 
@@ -492,28 +494,28 @@ def _res(cpu=0.0, mem_gi=0.0):
     return Resource(cpu * 1000, mem_gi * 1024 ** 3)
 
 
-@pytest.mark.parametrize("deserved,allocated,share", [
-    (Resource(), _res(1, 1), 1.0),                 # best-effort queue with allocated resources
-    (Resource(), Resource(), 1.0),                 # best-effort, pending requests only
-    (Resource(), _res(1, 1), 1.0),                 # best-effort, allocated and request
-    (Resource(), Resource(), 1.0),                 # best-effort, idle
-    (_res(2, 2), Resource(), 0.0),                 # deserved, nothing allocated
-    (_res(2, 2), _res(1, 1), 0.5),
-    (_res(2, 2), _res(2, 2), 1.0),
-    (_res(2, 2), _res(3, 2), 1.5),
-    (_res(2, 4), _res(1, 3), 0.75),                # memory dominant
-    (_res(2, 4), _res(1.5, 2), 0.75),              # cpu dominant
-    (_res(2, 2), _res(3, 3), 1.5),
-    (_res(2, 2), _res(1, 1), 0.5),                 # request does not matter
-    (_res(0, 0), _res(1, 1), 1.0),                 # zero deserved is best effort
-    (_res(2, 2), _res(0, 0), 0.0),
-    (Resource(), _res(1, 0), 1.0),
-    (Resource(), _res(0, 1), 1.0),
-    (Resource(), Resource(), 1.0),
+@pytest.mark.parametrize("deserved,allocated,requested,share", [
+    (Resource(), _res(1, 1), Resource(), 1.0),            # best-effort queue with allocated resources
+    (Resource(), Resource(), _res(1, 1), 1.0),            # best-effort, pending requests only
+    (Resource(), _res(1, 1), _res(0.5, 0.5), 1.0),        # best-effort, allocated and request
+    (Resource(), Resource(), Resource(), 1.0),            # best-effort, idle
+    (_res(2, 2), Resource(), Resource(), 0.0),            # deserved, nothing allocated
+    (_res(2, 2), _res(1, 1), Resource(), 0.5),
+    (_res(2, 2), _res(2, 2), Resource(), 1.0),
+    (_res(2, 2), _res(3, 2), Resource(), 1.5),
+    (_res(2, 4), _res(1, 3), Resource(), 0.75),           # memory dominant
+    (_res(2, 4), _res(1.5, 2), Resource(), 0.75),         # cpu dominant
+    (_res(2, 2), _res(3, 3), Resource(), 1.5),
+    (_res(2, 2), _res(1, 1), _res(1, 1), 0.5),            # request does not matter
+    (_res(0, 0), _res(1, 1), Resource(), 1.0),            # zero deserved is best effort
+    (_res(2, 2), _res(0, 0), Resource(), 0.0),
+    (Resource(), _res(1, 0), Resource(), 1.0),
+    (Resource(), _res(0, 1), Resource(), 1.0),
+    (Resource(), Resource(), _res(1, 0), 1.0),            # best-effort, only a cpu request
 ])
-def test_update_queue_attr_share(deserved, allocated, share):
+def test_update_queue_attr_share(deserved, allocated, requested, share):
     attr = QueueAttr("test-queue", "test-queue")
-    attr.deserved, attr.allocated = deserved, allocated
+    attr.deserved, attr.allocated, attr.request = deserved, allocated, requested
     attr.update_share()
     assert attr.share == share
 
@@ -758,7 +760,6 @@ def test_preemptive_respects_real_capability_and_deserved():
             run_pod("r", "n1", R("2", "1Gi"), "ga"), pend_pod("s", R("1", "1Gi"), "ga"),
             pend_pod("big", R("2", "1Gi"), "ga")]
     ssn = open_session(docs, go_conf("reclaim", [{"name": "capacity", "enablePreemptive": True}]))
-    p = _plugin(ssn)
     tasks = {t.name: t for t in ssn.jobs["ns1/ga"].tasks.values()}
     # s: future (3, 2Gi) within capability; memory 2Gi <= deserved 2Gi -> may reclaim
     assert ssn.preemptive(ssn.queues["a"], tasks["s"]) is True
@@ -789,7 +790,8 @@ def test_reclaimable_keeps_the_victims_queue_guarantee(deserved, guarantee, vict
     """Victims come off their queue's allocated one by one, in victim order (v2 before v1)."""
     docs = [node("n1", R("4", "4Gi", {"pods": "10"})),
             q("a", deserved, guarantee=guarantee), q("b", R("4", "4Gi")),
-            pg("ga", "a", "Running"), run_pod("v1", "n1", R("1", "1Gi"), "ga"), run_pod("v2", "n1", R("1", "1Gi"), "ga"),
+            pg("ga", "a", "Running"),
+            run_pod("v1", "n1", R("1", "1Gi"), "ga"), run_pod("v2", "n1", R("1", "1Gi"), "ga"),
             pg("gb", "b", "Inqueue"), pend_pod("r", R("2", "2Gi"), "gb")]
     ssn = open_session(docs, FLAT_CONF)
     t = _tasks(ssn)

@@ -138,7 +138,8 @@ SHARE_CASES = [
     ("pending tasks do not count", rl("10", "10G"), [("Pending", rl("5", "5G"))], 0.0, ""),
     ("scalar dominant", rl("10", "10G", {"nvidia.com/gpu": "4"}),
      [("Running", rl("1", "1G", {"nvidia.com/gpu": "2"}))], 0.5, "nvidia.com/gpu"),
-    ("mixed running and pending", rl("10", "10G"), [("Running", rl("1", "1G")), ("Pending", rl("8", "8G"))], 0.1, "cpu"),
+    ("mixed running and pending", rl("10", "10G"), [("Running", rl("1", "1G")), ("Pending", rl("8", "8G"))],
+     0.1, "cpu"),
 ]
 
 

@@ -129,7 +129,7 @@ def test_arguments():
     assert p.weights["mostrequested.weight"] == 3
     assert p.weights["imagelocality.weight"] == 5
     assert p.weights["tainttoleration.weight"] == 3
-    with pytest.raises(ConfigError, match="podaffinity.weight"):
+    with pytest.raises(ConfigError, match=r"podaffinity\.weight"):
         NodeOrderPlugin({"podaffinity.weight": "x"})
 
 

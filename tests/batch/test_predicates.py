@@ -133,7 +133,7 @@ def test_init_plugin(args, stable, others, pre):
 
 
 def test_bad_enable_flag_is_config_error():
-    with pytest.raises(ConfigError, match="predicate.NodePortsEnable"):
+    with pytest.raises(ConfigError, match=r"predicate\.NodePortsEnable"):
         PredicatesPlugin({"predicate.NodePortsEnable": "maybe"})
 
 
@@ -309,7 +309,7 @@ def test_explain_filtered_reasons():
 def test_plain_pod_predicates_skip_everything():
     """A pod with no selector/affinity/ports/spread: every PreFilter says Skip and the mask is
     None (all pass) when no node is tainted, cordoned or full."""
-    ssn, p, task = _one_node_session()
+    _, p, task = _one_node_session()
     assert p.pre_predicate(task) is None
     assert p.states[task.uid].skip_filter == {"NodeAffinity", "NodePorts", "InterPodAffinity", "PodTopologySpread"}
     assert p.mask(task, np.arange(1)) is None

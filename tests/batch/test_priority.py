@@ -149,7 +149,8 @@ def test_preemptable_within_job_compares_task_priority(preemptor_prio, victim_pr
 ])
 def test_preemptable_between_jobs_compares_job_priority(victim_pc, expected):
     # the preemptor's job is high-priority; task priorities do not matter across jobs
-    docs = [podgroup("ns1", "pre", 1, priority_class="high-priority"), podgroup("ns1", "vic", 1, priority_class=victim_pc),
+    docs = [podgroup("ns1", "pre", 1, priority_class="high-priority"),
+            podgroup("ns1", "vic", 1, priority_class=victim_pc),
             pod("ns1", "p", req=rl("1"), group="pre", priority=0),
             pod("ns1", "v", node="n1", phase="Running", req=rl("1"), group="vic", priority=99999)]
     ssn = session(docs)

@@ -114,7 +114,7 @@ def _check(docs, res):
     # queue capability
     caps = {d["metadata"]["name"]: d["spec"].get("capability") for d in docs if d["kind"] == "Queue"}
     qload: dict[str, float] = {}
-    for key, (n, _) in final_nodes.items():
+    for key in final_nodes:
         if key in evicted:
             continue
         job = next((j for j in ssn.jobs.values() if any(t.key == key for t in j.tasks.values())), None)

@@ -62,8 +62,8 @@ def proportion_docs(with_pg1=True, with_pg2=True, with_w4=False, nodes=("node1",
         queue("q2", weight=0, capability=rl("2", "2k", {"pods": "10", "nvidia.com/gpu": "4"})),
     ]
     if with_w4:
-        docs.append(pod("ns1", "rdma-demo", phase="Running", req=rl("1", "1k", {"nvidia.com/gpu": "1", "rdma/hca": "1"}),
-                        group="pg3"))
+        docs.append(pod("ns1", "rdma-demo", phase="Running",
+                        req=rl("1", "1k", {"nvidia.com/gpu": "1", "rdma/hca": "1"}), group="pg3"))
         docs.append(podgroup("ns1", "pg3", 1, "q2", "Inqueue", priority_class="p1",
                              min_resources=rl("1", "1k", {"nvidia.com/gpu": "1", "rdma/hca": "1"})))
     if with_pg1:
@@ -398,7 +398,8 @@ def test_queue_capped_by_capability_is_met_when_deserved_stops_changing():
     1 -> exactly 6 (were qa not met, qb would creep towards 6 until under 0.1 milli-CPU remained)."""
     docs = [node("n1", {"cpu": "8", "memory": "80Gi"}), queue("qa", 1, capability=rl("2", "80Gi")), queue("qb", 1)]
     for q in ("qa", "qb"):
-        docs += [podgroup("ns", f"pg-{q}", 1, q, "Inqueue"), pod("ns", f"p-{q}", "", "Pending", rl("10", "40Gi"), f"pg-{q}")]
+        docs += [podgroup("ns", f"pg-{q}", 1, q, "Inqueue"),
+                 pod("ns", f"p-{q}", "", "Pending", rl("10", "40Gi"), f"pg-{q}")]
     ssn = open_session(docs, conf_text("allocate", ("proportion", {})))
     o = plugin(ssn).queue_opts
     assert o["qa"].deserved.cpu == 2000.0

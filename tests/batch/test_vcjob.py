@@ -231,7 +231,8 @@ def test_min_resources_pod_usage_keys():
     assert pg["spec"]["minResources"] == {
         "count/pods": "2", "pods": "2",
         "cpu": "6200m", "requests.cpu": "6200m", "limits.cpu": "4200m",
-        "memory": str(2 * 10 * 2**20), "requests.memory": str(2 * 10 * 2**20), "limits.memory": str(2 * (2**30 + 10 * 2**20)),
+        "memory": str(2 * 10 * 2**20), "requests.memory": str(2 * 10 * 2**20),
+        "limits.memory": str(2 * (2**30 + 10 * 2**20)),
         "ephemeral-storage": str(2 * 2**30), "requests.ephemeral-storage": str(2 * 2**30),
         "hugepages-2Mi": str(8 * 2**20), "requests.hugepages-2Mi": str(8 * 2**20),
         "nvidia.com/gpu": "4", "requests.nvidia.com/gpu": "4"}
@@ -290,8 +291,10 @@ def bad(mutate):
      r"^spec\.tasks\[0\]\.template: must be a mapping \(a pod template with metadata and spec\), got str$"),
     (lambda j: j["spec"]["tasks"][0].update(template=["x"]), r"^spec\.tasks\[0\]\.template: must be a mapping"),
     (lambda j: j["spec"]["tasks"][0].pop("template"), r"^spec\.tasks\[0\]\.template: required"),
-    (lambda j: j["spec"]["tasks"][0]["template"].update(spec={}), r"^spec\.tasks\[0\]\.template\.spec\.containers: Required"),
-    (lambda j: j["spec"]["tasks"][0]["template"].update(spec=[]), r"^spec\.tasks\[0\]\.template\.spec: must be a mapping"),
+    (lambda j: j["spec"]["tasks"][0]["template"].update(spec={}),
+     r"^spec\.tasks\[0\]\.template\.spec\.containers: Required"),
+    (lambda j: j["spec"]["tasks"][0]["template"].update(spec=[]),
+     r"^spec\.tasks\[0\]\.template\.spec: must be a mapping"),
     (lambda j: j["spec"]["tasks"][0].update(name="PS"),
      r"^spec\.tasks\[0\]\.name: invalid task name 'PS': a lowercase RFC 1123 label must consist"),
     (lambda j: j["spec"]["tasks"].__setitem__(0, "ps"), r"^spec\.tasks\[0\]: must be a mapping"),

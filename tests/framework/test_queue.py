@@ -2,6 +2,9 @@
 import math
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from caldera.framework.interface import QueuedPodInfo
 from caldera.framework.queue import (
@@ -344,7 +347,7 @@ def test_move_all_with_hints_end_to_end():                  # TestPriorityQueue_
 def test_pre_check_narrows_candidates():                    # TestMoveAllToActiveOrBackoffQueue_PreEnqueueChecks
     for check, want in ((None, {0, 1, 2, 3, 4}), (lambda p: p.priority >= 2, {2, 3, 4}),
                         (lambda p: p.priority % 2 == 0 and p.priority >= 2, {2, 4}), (lambda p: False, set())):
-        q, c = new_queue()
+        q, _ = new_queue()
         for i in range(5):
             q.add(pod(f"p{i}", i))
             fail(q, q.pop(), "plugin")
@@ -487,7 +490,7 @@ def test_pod_update_events():
 
 
 def test_delete_removes_from_every_sub_queue():                    # TestPriorityQueue_Delete
-    q, c = new_queue(pop_from_backoff=False)
+    q, _ = new_queue(pop_from_backoff=False)
     for name in ("act", "bo", "un", "fly"):
         q.add(pod(name))
     q.add(gated("gate"))
@@ -562,7 +565,7 @@ def test_assigned_pod_scale_down_and_delete_move_all():
 
 
 def test_pending_pods_summary():                                       # TestPriorityQueue_PendingPods
-    q, c = new_queue(pop_from_backoff=False)
+    q, _ = new_queue(pop_from_backoff=False)
     up, hpp, mpp = pod("up", LOW), pod("hpp", HIGH), pod("mpp", MID)
     q.add(up)
     u = q.pop()
@@ -616,10 +619,6 @@ def test_update_with_several_events_moves_once():
 
 
 # ---- property: no pod is lost or duplicated -------------------------------------------------------
-from hypothesis import settings  # noqa: E402
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule  # noqa: E402
-
 N_PODS = 6
 EVENTS = ["Node/Add", "Node/UpdateNodeTaint", "Pod/Delete", "PersistentVolume/Add", "UnschedulableTimeout"]
 PLUGINS = ["A", "B", "SchedulingGates"]

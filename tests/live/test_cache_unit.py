@@ -3,6 +3,7 @@ assumed pods kept on their node until the watch confirms the bind (no API server
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from caldera.api.objects import Node
 from caldera.config.defaults import default_config
@@ -33,7 +34,7 @@ def make_cache():
     from caldera.live.loop import KubeLoop
 
     class FakeBinder:
-        in_flight = set()
+        in_flight: ClassVar[set] = set()
 
         def __init__(self, **kw):
             self.kw = kw
@@ -118,7 +119,7 @@ def test_unschedulable_pod_waits_for_a_node_event():
     cache.on_pod_add(pod("big", cpu="2"))
 
     class Status:
-        calls = []
+        calls: ClassVar[list] = []
 
         def unschedulable(self, p, msg, nominated=""):
             self.calls.append((p.key, msg))
@@ -156,6 +157,8 @@ def test_extension_point_and_plugin_metrics_are_recorded():
     cache.on_pod_add(pod("p"))
     loop.schedule(loop.queue.pop())
     text = generate_latest(m.registry).decode()
-    assert 'scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",profile="caldera",status="Success"} 1.0' in text
-    assert 'scheduler_plugin_execution_duration_seconds_count{extension_point="Filter",plugin="NodeResourcesFit",status="Success"}' in text
+    assert ('scheduler_framework_extension_point_duration_seconds_count'
+            '{extension_point="Filter",profile="caldera",status="Success"} 1.0') in text
+    assert ('scheduler_plugin_execution_duration_seconds_count'
+            '{extension_point="Filter",plugin="NodeResourcesFit",status="Success"}') in text
     assert 'extension_point="Bind"' in text

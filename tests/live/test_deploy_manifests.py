@@ -247,7 +247,8 @@ def test_crds_match_volcano_shape():
     q = one("CustomResourceDefinition", "queues.scheduling.volcano.sh")["spec"]
     assert (pg["group"], pg["scope"], pg["names"]["kind"]) == ("scheduling.volcano.sh", "Namespaced", "PodGroup")
     assert (q["group"], q["scope"], q["names"]["kind"]) == ("scheduling.volcano.sh", "Cluster", "Queue")
-    assert pg["names"]["shortNames"] == ["pg", "podgroup-v1beta1"] and q["names"]["shortNames"] == ["q", "queue-v1beta1"]
+    assert pg["names"]["shortNames"] == ["pg", "podgroup-v1beta1"]
+    assert q["names"]["shortNames"] == ["q", "queue-v1beta1"]
     (pgv,), (qv,) = pg["versions"], q["versions"]
     assert pgv["name"] == qv["name"] == "v1beta1"
     # Volcano: PodGroup status is written through the main resource, Queue has a status subresource

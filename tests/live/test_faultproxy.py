@@ -97,7 +97,7 @@ class Upstream:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
         self.thread.start()
-        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.server.server_address[1])
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]:d}"
 
     def close(self):
         self.release.set()
@@ -194,7 +194,7 @@ def test_keep_alive_connection_serves_several_requests(make_proxy, upstream):
 def test_head_and_no_content(make_proxy):
     p = make_proxy()
     assert call(p, "GET", "/empty")[0] == 204
-    status, headers, body = call(p, "HEAD", POD)
+    status, _, body = call(p, "HEAD", POD)
     assert status == 200 and body == b""
 
 
@@ -248,7 +248,8 @@ def test_409_on_binding_is_the_api_servers_conflict(make_proxy, upstream):
     assert headers["Content-Type"] == "application/json"
     assert json.loads(body) == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'Operation cannot be fulfilled on pods/binding "web-1": pod web-1 is already assigned to node "node-3"',
+        "message": ('Operation cannot be fulfilled on pods/binding "web-1": '
+                    'pod web-1 is already assigned to node "node-3"'),
         "reason": "Conflict", "details": {"name": "web-1", "kind": "pods/binding"}, "code": 409}
     assert upstream.calls == []
     assert p.stats == {"requests": 1, "error_409": 1}
@@ -265,7 +266,8 @@ def test_409_on_update_and_create(make_proxy):
     assert st["details"] == {"name": "pg1", "group": "scheduling.volcano.sh", "kind": "podgroups"}
     _, _, body = call(p, "POST", "/apis/events.k8s.io/v1/namespaces/ns/events", {"metadata": {"name": "e1"}})
     st = json.loads(body)
-    assert (st["reason"], st["message"], st["code"]) == ("AlreadyExists", 'events.events.k8s.io "e1" already exists', 409)
+    assert (st["reason"], st["message"], st["code"]) == (
+        "AlreadyExists", 'events.events.k8s.io "e1" already exists', 409)
 
 
 def test_500_is_internal_error_status(make_proxy, upstream):
@@ -358,7 +360,7 @@ def test_latency_spike(make_proxy):
 
 def test_no_faults_by_default(make_proxy):
     p = make_proxy()
-    for i in range(20):
+    for _ in range(20):
         assert call(p, "POST", BIND, BINDING)[0] == 201
     assert p.stats == {"requests": 20, "forwarded": 20}
 
@@ -415,7 +417,8 @@ def test_write_kubeconfig(make_proxy, tmp_path):
     import yaml
     p = make_proxy()
     path = p.write_kubeconfig(str(tmp_path / "kc"), "tok-9")
-    doc = yaml.safe_load(open(path))
+    with open(path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
     assert doc["clusters"][0]["cluster"]["server"] == p.url
     assert doc["users"][0]["user"]["token"] == "tok-9"
 

@@ -10,6 +10,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -305,7 +306,7 @@ def test_stop_joins_promptly_while_watching_and_while_backing_off():
 
 class Stub(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    seen: list = []
+    seen: ClassVar[list] = []      # the requests, across the handler instances (one per connection)
     hold = threading.Event()
 
     def log_message(self, *a):

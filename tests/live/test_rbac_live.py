@@ -94,8 +94,10 @@ def test_kube_profile_with_shipped_rbac(scheduler_api, tmp_path, caplog):
                        what="FailedScheduling event written")
             create_pod(admin, ns, "high", sched, cpu="1500m", priority_class=f"high-{t}")
             wait_until(lambda: get_pod(admin, ns, "low") is None, timeout=30, what="victim deleted")
-            wait_until(lambda: get_pod(admin, ns, "high")["spec"].get("nodeName"), timeout=30, what="preemptor bound")
-        lease = admin.request("GET", "/apis/coordination.k8s.io/v1/namespaces/caldera-system/leases/caldera-scheduler")[1]
+            wait_until(lambda: get_pod(admin, ns, "high")["spec"].get("nodeName"), timeout=30,
+                       what="preemptor bound")
+        lease = admin.request("GET",
+                              "/apis/coordination.k8s.io/v1/namespaces/caldera-system/leases/caldera-scheduler")[1]
         assert lease["spec"].get("holderIdentity") in (None, "")      # released on stop
     finally:
         delete_nodes(admin, nodes)
@@ -121,8 +123,9 @@ def test_volcano_conf_with_shipped_rbac(scheduler_api, caplog):
             create_gang(admin, ns, "big", queue, 2, 2, 3, sched)
             wait_until(lambda: all(get_pod(admin, ns, f"g-{k}")["spec"].get("nodeName") for k in range(2)),
                        timeout=30, what="gang bound")
-            wait_until(lambda: (admin.request("GET", f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/big")[1]
-                                .get("status") or {}).get("conditions"), timeout=30, what="PodGroup status written")
+            big = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/big"
+            wait_until(lambda: (admin.request("GET", big)[1].get("status") or {}).get("conditions"), timeout=30,
+                       what="PodGroup status written")
     finally:
         delete_nodes(admin, nodes)
     _no_forbidden(caplog)

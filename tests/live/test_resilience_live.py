@@ -48,7 +48,8 @@ def test_api_server_restart_mid_run(api, control_plane, tmp_path):
             wait_until(lambda: len(_bound(api, ns)) == 10 and all(_bound(api, ns).values()), timeout=60,
                        what="pods created after the restart bound")
             assert app.loop.binder.failed == 0
-            assert sum(i.lists for i in app.informers) > len(app.informers) or all(i.has_synced() for i in app.informers)
+            informers = app.informers
+            assert sum(i.lists for i in informers) > len(informers) or all(i.has_synced() for i in informers)
     finally:
         delete_nodes(api, nodes)
 
@@ -70,7 +71,7 @@ def test_binds_through_faults_none_lost_none_twice(api, control_plane, tmp_path)
     kc = proxy.write_kubeconfig(str(tmp_path / "proxy.kubeconfig"), control_plane.admin_token)
     sapi = Api.from_kubeconfig(kc)
     try:
-        with live_scheduler(sapi, kube_profile(tmp_path, sched)) as app:
+        with live_scheduler(sapi, kube_profile(tmp_path, sched)):
             for i in range(1000):
                 create_pod(api, ns, f"p{i:04d}", sched, cpu="10m", memory="16Mi")
             wait_until(lambda: sum(1 for v in _bound(api, ns).values() if v) == 1000, timeout=300, interval=1,

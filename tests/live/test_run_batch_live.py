@@ -86,8 +86,9 @@ def test_gang_bound_only_when_whole(api):
             conds = [c for c in pg["status"].get("conditions", []) if c.get("type") == "Unschedulable"]
             assert conds and "tasks in gang unschedulable" in conds[0]["message"]
             # the bound gang's PodGroup turns Running once its pods show up bound
-            wait_until(lambda: api.request("GET", f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/fits")[1]
-                       ["status"].get("phase") == "Running", timeout=30, what="PodGroup fits Running")
+            fits = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/fits"
+            wait_until(lambda: api.request("GET", fits)[1]["status"].get("phase") == "Running", timeout=30,
+                       what="PodGroup fits Running")
             assert app.loop.binder.failed == 0
     finally:
         delete_nodes(api, nodes)

@@ -379,7 +379,7 @@ def test_custom_selection(name, eligible, num_nodes, prio, specs, expected):
 ])
 def test_custom_ordering(name, order, specs, expected):
     running = [pod(n, node="node1", prio=pr, req=MEDIUM, start=st) for n, pr, st in specs]
-    sched, pl = build([node("node1")], running)
+    _, pl = build([node("node1")], running)
     pl.sort_by_importance = order
     cands, _, _ = dry_run_preemption(pl, pod("p2", prio=HIGH, req=LARGE), [0], [], 0, 1)
     assert len(cands) == 1

@@ -56,15 +56,16 @@ def test_fast_path_matches_reference(seed):
                [(c.name, [v.key for v in c.victims], c.num_pdb_violations) for c in b[0]]
         if not a[0]:
             assert fit_error_message(len(nodes), a[1]) == fit_error_message(len(nodes), b[1])
-            assert {i: (s.code, s.reasons) for i, s in a[1].items()} == {i: (s.code, s.reasons) for i, s in b[1].items()}
+            assert ({i: (s.code, s.reasons) for i, s in a[1].items()}
+                    == {i: (s.code, s.reasons) for i, s in b[1].items()})
 
 
 def test_fast_path_not_used_with_pod_dependent_filters():
     nodes = [make_node("n0")]
-    sched, pl = build(nodes, [pod("r", node="n0", prio=0, req={"cpu": "1"})],
-                      filters=("NodeResourcesFit", "NodePorts"))
+    _, pl = build(nodes, [pod("r", node="n0", prio=0, req={"cpu": "1"})],
+                  filters=("NodeResourcesFit", "NodePorts"))
     ports = [{"containerPort": 80, "hostPort": 80}]
     assert build_fast(pl, pod("p", prio=10, req={"cpu": "1"}, ports=ports), [0]) is None
     assert build_fast(pl, pod("p", prio=10, req={"cpu": "1"}), [0]) is not None   # NodePorts skipped
-    sched, pl = build(nodes, [], filters=("TaintToleration",))
+    _, pl = build(nodes, [], filters=("TaintToleration",))
     assert build_fast(pl, pod("p", prio=10), [0]) is None                            # no NodeResourcesFit

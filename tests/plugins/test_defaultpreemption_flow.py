@@ -87,8 +87,10 @@ PREEMPT = [
      ["node1", "node2", "node3"], ["NodeResourcesFit"], "node1", ["p1.1", "p1.2"]),
     ("preemption for topology spread constraints",
      pod("p", prio=HIGH, labels={"foo": ""}, topology_spread=[_spread("zone"), _spread("hostname")]),
-     [pod("p-a1", node="node-a", prio=HIGH, labels={"foo": ""}), pod("p-a2", node="node-a", prio=HIGH, labels={"foo": ""}),
-      pod("p-b1", node="node-b", prio=LOW, labels={"foo": ""}), pod("p-x1", node="node-x", prio=HIGH, labels={"foo": ""}),
+     [pod("p-a1", node="node-a", prio=HIGH, labels={"foo": ""}),
+      pod("p-a2", node="node-a", prio=HIGH, labels={"foo": ""}),
+      pod("p-b1", node="node-b", prio=LOW, labels={"foo": ""}),
+      pod("p-x1", node="node-x", prio=HIGH, labels={"foo": ""}),
       pod("p-x2", node="node-x", prio=HIGH, labels={"foo": ""})],
      ["node-a/zone1", "node-b/zone1", "node-x/zone2"], ["PodTopologySpread"], "node-b", ["p-b1"]),
     ("no preempting in pod", pod("p", prio=HIGH, req=VERY_LARGE, policy="Never"), BASIC,
@@ -130,8 +132,8 @@ def test_preempt_clears_lower_priority_nominations_and_keeps_terminating_victims
     evicted = []
     sched.on_evict = lambda v, r: evicted.append(v.name)
     # the higher-priority nominated pod (no requests) stays counted; preemptor needs 400m of 500m
-    res, st = pl.post_filter(CycleState(), pod("p", prio=HIGH, req={"cpu": "400m", "memory": "400"}),
-                             all_unschedulable(sched))
+    res, _ = pl.post_filter(CycleState(), pod("p", prio=HIGH, req={"cpu": "400m", "memory": "400"}),
+                            all_unschedulable(sched))
     assert res.nominated_node == "node1"
     assert evicted == ["v2"]                      # v1 is already terminating: no second deletion
     assert sched.nominator.node_of("default/low") == "" and low.nominated_node_name == ""
@@ -155,7 +157,7 @@ def test_dry_run_restores_table_order():
     running = [pod(f"v{k}", node="node1", prio=MID if k >= 3 else LOW, req=SMALL) for k in range(5)]
     sched, pl = build([node("node1")], running)
     before = table_snapshot(sched.table)
-    victims, nv, st = pl.select_victims_on_node(pod("p", prio=HIGH, req=LARGE), sched.table, 0, [])
+    victims, _, st = pl.select_victims_on_node(pod("p", prio=HIGH, req=LARGE), sched.table, 0, [])
     assert st.is_success() and [v.name for v in victims] == ["v0", "v1", "v2"]
     after = table_snapshot(sched.table)
     assert after[0] == before[0] and (after[1] == before[1]).all() and after[2] == before[2]
@@ -163,11 +165,13 @@ def test_dry_run_restores_table_order():
 
 # ---- TestNodesWherePreemptionMightHelp ---------------------------------------------------------
 @pytest.mark.parametrize("statuses,expected", [
-    ({"node1": UU("node(s) didn't match Pod's node affinity/selector"), "node2": UU("node(s) didn't match the requested node name"),
+    ({"node1": UU("node(s) didn't match Pod's node affinity/selector"),
+      "node2": UU("node(s) didn't match the requested node name"),
       "node3": UU("node(s) had untolerated taint"), "node4": UU("node(s) didn't match pod affinity rules")}, []),
     ({"node1": U("node(s) didn't match pod anti-affinity rules"), "node2": UU("x"), "node3": UU("y")},
      ["node1", "node4"]),
-    ({"node1": UU("node(s) didn't match pod affinity rules"), "node2": U("node(s) didn't match pod anti-affinity rules")},
+    ({"node1": UU("node(s) didn't match pod affinity rules"),
+      "node2": U("node(s) didn't match pod anti-affinity rules")},
      ["node2", "node3", "node4"]),
     ({"node1": UU("node(s) had no available disk"), "node2": U("Insufficient memory")}, ["node2", "node3", "node4"]),
     ({"node1": UU("node(s) had unknown conditions")}, ["node2", "node3", "node4"]),
@@ -222,7 +226,8 @@ def test_args_defaults_and_num_candidates():
 
 
 @pytest.mark.parametrize("args,fragment", [
-    ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]"),
+    ({"minCandidateNodesPercentage": 101},
+     "minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]"),
     ({"minCandidateNodesPercentage": -1}, "not in valid range [0, 100]"),
     ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"),
     ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},

@@ -58,11 +58,13 @@ FILTER_CASES = [
      {"foo": "bar"}, "node1", None, None, None, None, True),
     ("matchExpressions Gt matches", lambda: pod_req({"matchExpressions": [expr("kernel-version", "Gt", "0204")]}),
      {"kernel-version": "0206"}, "node1", None, None, None, None, True),
-    ("matchExpressions NotIn matches", lambda: pod_req({"matchExpressions": [expr("mem-type", "NotIn", "DDR", "DDR2")]}),
+    ("matchExpressions NotIn matches",
+     lambda: pod_req({"matchExpressions": [expr("mem-type", "NotIn", "DDR", "DDR2")]}),
      {"mem-type": "DDR3"}, "node1", None, None, None, None, True),
     ("matchExpressions Exists matches", lambda: pod_req({"matchExpressions": [expr("GPU", "Exists")]}),
      {"GPU": "NVIDIA-GRID-K1"}, "node1", None, None, None, None, True),
-    ("affinity doesn't match node labels", lambda: pod_req({"matchExpressions": [expr("foo", "In", "value1", "value2")]}),
+    ("affinity doesn't match node labels",
+     lambda: pod_req({"matchExpressions": [expr("foo", "In", "value1", "value2")]}),
      {"foo": "bar"}, "node1", POD, None, None, None, True),
     ("empty MatchExpressions matches nothing", lambda: pod_req({"matchExpressions": []}),
      {"foo": "bar"}, "node1", POD, None, None, None, True),
@@ -351,7 +353,7 @@ def test_bad_args(args):
 def test_added_preferred_weight_zero_ignored():
     table = make_table([make_node("n1", labels=LABEL1), make_node("n2")])
     args = {"addedAffinity": {PREF: [{"weight": 0, "preference": {"matchExpressions": [expr("foo", "In", "bar")]}}]}}
-    s, pl = _plugin(table, args)
+    _, pl = _plugin(table, args)
     assert pl.pre_score(CycleState(), make_pod("p"), table, np.arange(2)) == SKIP
 
 

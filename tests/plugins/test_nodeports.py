@@ -52,7 +52,8 @@ def _filter(pod, existing):
 
 CASES = [
     ("skip filter", lambda: new_pod(), list, Status.skip(), None),
-    ("other port", lambda: new_pod("UDP/127.0.0.1/8080"), lambda: [new_pod("UDP/127.0.0.1/9090", node="m1")], None, None),
+    ("other port", lambda: new_pod("UDP/127.0.0.1/8080"), lambda: [new_pod("UDP/127.0.0.1/9090", node="m1")],
+     None, None),
     ("same udp port", lambda: new_pod("UDP/127.0.0.1/8080"), lambda: [new_pod("UDP/127.0.0.1/8080", node="m1")],
      None, CONFLICT),
     ("same tcp port", lambda: new_pod("TCP/127.0.0.1/8080"), lambda: [new_pod("TCP/127.0.0.1/8080", node="m1")],
@@ -99,11 +100,13 @@ def test_node_ports(case):
 
 FITS = [
     ("non-conflicting ports", ["TCP/127.0.0.1/80"], ["TCP/127.0.0.1/9090"], True),
-    ("multiple non-conflicting ports", ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+    ("multiple non-conflicting ports",
+     ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
      ["TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"], True),
     ("same ports on different protocols", ["TCP/127.0.0.1/80"], ["UDP/127.0.0.1/80"], True),
     ("conflicting ports", ["TCP/127.0.0.1/80"], ["TCP/127.0.0.1/80"], False),
-    ("multiple ports, some conflicting", ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+    ("multiple ports, some conflicting",
+     ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
      ["TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"], False),
 ]
 

@@ -321,5 +321,5 @@ def test_balanced_args_valid(args, resources):
 
 
 def test_invalid_args_fail_the_profile():
-    with pytest.raises(ConfigError, match="NodeResourcesFitArgs.scoringStrategy.type"):
+    with pytest.raises(ConfigError, match=r"NodeResourcesFitArgs\.scoringStrategy\.type"):
         make_scheduler(make_table([make_node("n")]), FIT, {"NodeResourcesFit": {"scoringStrategy": {"type": "X"}}})

@@ -268,7 +268,8 @@ BALANCED = [
 
 def balanced(nodes, existing, pod, resources):
     sched = make_scheduler(make_table(nodes, existing),
-                           {"preScore": ["NodeResourcesBalancedAllocation"], "score": ["NodeResourcesBalancedAllocation"]},
+                           {"preScore": ["NodeResourcesBalancedAllocation"],
+                            "score": ["NodeResourcesBalancedAllocation"]},
                            {"NodeResourcesBalancedAllocation": {"resources": resources}})
     return sched, run_score(sched, pod)
 

@@ -51,7 +51,7 @@ def _load_text(text: str, source: str) -> list[Any]:
                 return data if isinstance(data, list) else [data]
             except json.JSONDecodeError:
                 pass  # YAML is a superset; let the YAML parser produce the error message
-        return [d for d in yaml.safe_load_all(text)]
+        return list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -143,7 +143,8 @@ def load_cluster(paths: list[str]) -> Cluster:
             elif kind in CONSUMED_ELSEWHERE and "volcano.sh" in api:
                 c.other.append((source, doc))
             else:
-                c.warnings.append(f"{source}: {_describe(doc, idx)}: kind {kind!r} is not used by the scheduler; skipped")
+                c.warnings.append(f"{source}: {_describe(doc, idx)}: kind {kind!r} is not used by the scheduler; "
+                                  "skipped")
         except InputError as e:
             raise InputError(e.problem, source, _describe(doc, idx)) from None
     resolve_priorities(c)

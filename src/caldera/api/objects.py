@@ -114,7 +114,8 @@ class Toleration:
 
 
 def tolerates_all(tolerations: Iterable[Toleration], taint: Taint) -> bool:
-    for tol in tolerations:
+    # a loop, not any(<genexpr>): run per taint for every pod and node, it is ~3x faster
+    for tol in tolerations:  # noqa: SIM110
         if tol.tolerates(taint):
             return True
     return False

@@ -31,5 +31,5 @@ def is_extended(name: str) -> bool:
 @lru_cache(maxsize=4096)
 def is_scalar(name: str) -> bool:
     """schedutil.IsScalarResourceName: the names kube tracks besides cpu/memory/ephemeral-storage/pods."""
-    return (is_extended(name) or name.startswith("hugepages-") or is_prefixed_native(name)
-            or name.startswith("attachable-volumes-"))
+    return (is_extended(name) or name.startswith(("hugepages-", "attachable-volumes-"))
+            or is_prefixed_native(name))

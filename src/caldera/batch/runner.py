@@ -90,7 +90,8 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
             if t.status == PIPELINED:
                 res.pipelined.append({"pod": t.key, "node": t.node_name})
             elif t.key not in bound and t.status in (PENDING, ALLOCATED):
-                res.unschedulable.append({"pod": t.key, "reason": "Unschedulable", "message": pod_message(job, t, memo)})
+                res.unschedulable.append({"pod": t.key, "reason": "Unschedulable",
+                                          "message": pod_message(job, t, memo)})
         entry = {"name": job.uid, "phase": job.pg.phase}
         msg = ssn.unschedulable_jobs.get(job.uid)
         if msg:

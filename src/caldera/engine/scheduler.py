@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,7 @@ class Scheduler:
             return
         diag = Diagnosis(num_all_nodes=n)
         names, s = fwk.run_pre_filter(state, pod)
-        explain = {"filtered": {}, "scores": {}} if self.explain else None
+        explain: dict[str, dict[str, Any]] | None = {"filtered": {}, "scores": {}} if self.explain else None
         att.explain = explain
         if not s.is_success():
             if s.code == Code.ERROR:
@@ -313,7 +314,7 @@ class Scheduler:
         if fwk.points.get("postFilter"):
             result, s = fwk.run_post_filter(state, pod, diag)
             diag.postfilter_msg = s.message()
-            if result is not None and getattr(result, "nominated_node", ""):
+            if result is not None and result.nominated_node:
                 att.nominated = result.nominated_node
         att.unschedulable_plugins = set(diag.unschedulable_plugins) | set(diag.pending_plugins)
         att.message = diag.message()

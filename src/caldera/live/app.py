@@ -95,6 +95,7 @@ class LiveScheduler:
             return Binder(api, self.cache, workers=self.opts.bind_workers, **kw)
 
         can_act = self._can_act
+        self.loop: BatchLoop | KubeLoop
         if self.batch:
             self.loop = BatchLoop(config, self.cache, binder_factory, self.status, metrics=self.metrics,
                                   seed=self.opts.seed, can_act=can_act, period=self.opts.schedule_period,

@@ -170,19 +170,17 @@ class ClusterCache:
 
     def _pod_update(self, prev: Pod, pod: Pod) -> None:
         self.pods[pod.key] = pod
-        in_table = self.table.node_of(pod.key) is not None
+        i = self.table.node_of(pod.key)         # None: not in the table
         if pod.node_name:
-            if pod.key in self.assumed:
-                if self.assumed.pop(pod.key) != pod.node_name:
-                    self.warn(f"Pod {pod.key}: bound to {pod.node_name}, not where Caldera bound it")
+            if pod.key in self.assumed and self.assumed.pop(pod.key) != pod.node_name:
+                self.warn(f"Pod {pod.key}: bound to {pod.node_name}, not where Caldera bound it")
             if self.queue is not None and self.queue.where(pod.key) is not None:
                 self.queue.delete(prev)
-            if in_table and not self._occupies(pod):
+            if i is not None and not self._occupies(pod):
                 gone = self.table.remove_pod(pod.key)
                 if self.queue is not None:
                     self.queue.assigned_pod_deleted(gone)
-            elif in_table:
-                i = self.table.node_of(pod.key)
+            elif i is not None:
                 self.table.remove_pod(pod.key)
                 j = self.table.index.get(pod.node_name, i)
                 self.table.add_pod(pod, j)
@@ -257,7 +255,7 @@ class ClusterCache:
             self.changed.set()
 
     def on_queue(self, raw: dict, deleted: bool = False) -> None:
-        name = (raw.get("metadata") or {}).get("name")
+        name = (raw.get("metadata") or {}).get("name") or ""
         with self.lock:
             if deleted:
                 self.queues.pop(name, None)

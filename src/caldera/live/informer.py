@@ -96,7 +96,7 @@ class Store:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[dict]:
+    def values(self) -> list[dict]:
         with self._lock:
             return list(self._items.values())
 
@@ -305,7 +305,7 @@ class Informer:
                 self._emit(0, obj)
             elif _rv(old) != _rv(obj) or not _rv(obj):
                 self._emit(1, old, obj)
-        for key in self.store.keys():
+        for key in self.store.keys():   # noqa: SIM118 -- a Store, not a dict: keys() is a locked copy
             if key not in seen:
                 old = self.store._pop(key)
                 if old is not None:

@@ -12,9 +12,10 @@ The leader renews every retry period. If no renew has succeeded for renew-deadli
 it earlier), it stops leading: `is_leader()` turns False by the clock alone even while a request
 hangs, every request carries a timeout that ends at the deadline, and a watchdog thread calls
 on_stopped_leading at the deadline even if a request overruns its timeout. As renew-deadline <
-lease-duration, the old leader has stopped before any candidate can see the lease as expired. Seeing another holder in the record ends leadership
-at once. On stop() the leader stops acting first, then releases the lease (holderIdentity "",
-leaseDurationSeconds 1, as client-go's ReleaseOnCancel), so a successor need not wait.
+lease-duration, the old leader has stopped before any candidate can see the lease as expired.
+Seeing another holder in the record ends leadership at once. On stop() the leader stops acting
+first, then releases the lease (holderIdentity "", leaseDurationSeconds 1, as client-go's
+ReleaseOnCancel), so a successor need not wait.
 
 After losing, the elector campaigns again (reacquire=True) or finishes (reacquire=False; kube-
 scheduler exits instead). on_started_leading runs in a thread of its own (client-go: a goroutine),

@@ -231,17 +231,18 @@ class BatchLoop(_Loop):
         res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name)
         self.sessions += 1
         ssn = res.session
+        assert ssn is not None          # run_session returns the closed session
         for t, node in ssn.bound:
             self.binder.submit(t.pod, node)
-        for t, reason in ssn.evicted:
+        for t, _ in ssn.evicted:
             self.write(self.status.preempt, t.pod, t.pod, t.node_name)
         for u in res.unschedulable:
             pod = self.cache.pods.get(u["pod"])
-            if pod is not None and pod.key not in self.binder.in_flight:
-                if self._pod_msgs.get(pod.key) != u["message"]:
-                    self._pod_msgs[pod.key] = u["message"]
-                    self.write(self.status.unschedulable, pod, u["message"])
-        for uid, job in ssn.jobs.items():
+            if pod is not None and pod.key not in self.binder.in_flight \
+                    and self._pod_msgs.get(pod.key) != u["message"]:
+                self._pod_msgs[pod.key] = u["message"]
+                self.write(self.status.unschedulable, pod, u["message"])
+        for job in ssn.jobs.values():
             pg = job.pg
             if pg.implicit or pg.key not in self.cache.podgroups:
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import socket
 import uuid
+from typing import Any
 
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -34,9 +35,9 @@ class StatusWriter:
     def unschedulable(self, pod, message: str, nominated: str = "", reason: str = "Unschedulable") -> None:
         """PodScheduled=False with kube's reason and message (and the nominated node, if any),
         then a FailedScheduling event."""
-        status = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason,
-                                  "message": message, "lastProbeTime": None,
-                                  "lastTransitionTime": now_rfc3339()}]}
+        status: dict[str, Any] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason,
+                                                  "message": message, "lastProbeTime": None,
+                                                  "lastTransitionTime": now_rfc3339()}]}
         if nominated:
             status["nominatedNodeName"] = nominated
         self.api.request("PATCH", pod_path(pod, "status"), {"status": status}, content_type=SMP)
@@ -53,8 +54,9 @@ class StatusWriter:
     def preempt(self, victim, preemptor, node: str) -> None:
         """Delete the victim with its own grace period and say why (kube's Preempted event)."""
         grace = (victim.spec or {}).get("terminationGracePeriodSeconds")
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"uid": victim.uid}} if _real_uid(victim) else {"apiVersion": "v1", "kind": "DeleteOptions"}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if _real_uid(victim):
+            body["preconditions"] = {"uid": victim.uid}
         if grace is not None:
             body["gracePeriodSeconds"] = int(grace)
         self.event(victim, "Normal", "Preempted", "Preempting",

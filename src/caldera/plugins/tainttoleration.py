@@ -44,7 +44,7 @@ class TaintToleration(Plugin):
     def _verdicts(self, state, pod, table):
         v = state.get("TaintToleration.verdicts")
         if v is None:
-            ids, sets = hard_taints(table)
+            _, sets = hard_taints(table)
             v = [first_untolerated(s, pod.tolerations) for s in sets]
             state.write("TaintToleration.verdicts", v)
         return v

@@ -105,10 +105,11 @@ def _predicate_nominated(ssn, ph, task):
 def prioritize(ssn, task, feasible: np.ndarray):
     """(best node, pipelined?): among nodes where the task fits Idle, else FutureIdle."""
     nodes = ssn.nodes
-    fit_idle = None
-    for j, thr in task.fit:
-        c = nodes.idle_t[j][feasible] > thr
-        fit_idle = c if fit_idle is None else (fit_idle & c)
+    fit = task.fit                  # never empty: cpu and memory are always in it
+    j, thr = fit[0]
+    fit_idle = nodes.idle_t[j][feasible] > thr
+    for j, thr in fit[1:]:
+        fit_idle = fit_idle & (nodes.idle_t[j][feasible] > thr)
     for group, pipelined in ((feasible[fit_idle], False), (feasible[~fit_idle], True)):
         if pipelined and len(group):
             group = group[nodes.fits(task, nodes.future_idle(group))]

@@ -4,12 +4,18 @@ PrioritizeNodes / SelectBestNodeAndScore), vectorised over nodes, plus the expla
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..api.fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
 from ..api.info import PENDING, TaskInfo
 from ..api.objects import parse_go_bool
 from ..util.pqueue import PriorityQueue
+
+if TYPE_CHECKING:
+    from ..framework.hooks import PredicateFn
 
 BASELINE_PERCENTAGE = 50
 MIN_NODES_TO_FIND = 100
@@ -115,7 +121,7 @@ class PredicateHelper:
         else:
             ok = fit if base is None else (base & fit)
         live = np.flatnonzero(ok)
-        failures = ()
+        failures: Sequence[tuple[PredicateFn, np.ndarray]] = ()
         if len(live):
             pmask, failures = ssn.predicate(task, live)
             if not pmask.all():
@@ -145,7 +151,8 @@ class PredicateHelper:
             hit_i = np.flatnonzero(hit)
             if len(hit_i):
                 fe.add_lazy([nodes.names[i] for i in hit_i], lambda k, h=hit_i, c=cached: _cached_reason(c, int(h[k])))
-        fail_sets = []
+        # (what failed: "fit" or a predicate, the failing node rows, "fit": the task's idle columns there)
+        fail_sets: list[tuple[str | PredicateFn, np.ndarray, np.ndarray | None]] = []
         if fit is not None:
             badm = ~fit if base is None else (base & ~fit)
             bad_i = np.flatnonzero(badm)
@@ -225,7 +232,7 @@ def record_explain(ssn, task: TaskInfo, fe: FitErrors | None, idx: np.ndarray | 
     each feasible node scored, per plugin."""
     if ssn.explain is None or task.key in ssn.explain:
         return
-    entry = {"filtered": {}, "scores": {}}
+    entry: dict[str, dict[str, Any]] = {"filtered": {}, "scores": {}}
     if fe is not None:
         entry["filtered"] = {n: ", ".join(r for _, r in st if r) or "filtered" for n, st in fe.nodes.items()}
     if idx is not None and len(idx):

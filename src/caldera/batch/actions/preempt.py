@@ -188,10 +188,7 @@ def eligible_to_preempt(ssn, preemptor: TaskInfo) -> bool:
         if any(c == UNRESOLVABLE for c, _ in fn.reason(preemptor, ni.i)):
             return True
     prio = pod.priority
-    for _, t in ni.tasks.values():
-        if t.pod.priority < prio and _terminating_by_preemption(t.pod):
-            return False
-    return True
+    return not any(t.pod.priority < prio and _terminating_by_preemption(t.pod) for _, t in ni.tasks.values())
 
 
 def _terminating_by_preemption(pod) -> bool:

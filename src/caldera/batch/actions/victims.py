@@ -10,12 +10,17 @@ unresolvable.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..api.fiterrors import ERROR, UNRESOLVABLE
 from ..api.info import TaskInfo
 from ..api.resource import ZERO
 from .common import num_feasible_to_find
+
+if TYPE_CHECKING:
+    from ..framework.hooks import PredicateFn
 
 # status codes that make a node useless for preemption (ContainsUnschedulableAndUnresolvable,
 # ContainsErrorSkipOrWait)
@@ -70,7 +75,7 @@ class PreemptPredicateHelper:
             ok[pos_live[pmask]] = True
             # failed nodes: only a hard status excludes them; resolve codes in scan order and
             # stop once enough nodes are feasible
-            failed = []
+            failed: list[tuple[int, PredicateFn]] = []    # (node row, the predicate it failed)
             for fn, bad_i in failures:
                 failed.extend((int(i), fn) for i in bad_i)
             if failed:

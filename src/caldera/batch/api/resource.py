@@ -234,9 +234,10 @@ class Resource:
                     return False
             elif default == ZERO and not eq(v, 0.0):
                 return False
-        for n, v in o.scalars.items():
-            if n not in self.scalars and default == ZERO and not eq(v, 0.0):
-                return False
+        if default == ZERO:
+            for n, v in o.scalars.items():
+                if n not in self.scalars and not eq(v, 0.0):
+                    return False
         return True
 
     def diff(self, o: Resource, default: int = ZERO) -> tuple[Resource, Resource]:

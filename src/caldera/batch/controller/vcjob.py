@@ -167,7 +167,8 @@ def _read_tasks(spec: dict, priorities: Mapping[str, int]) -> list[dict]:
     if raw_tasks is not None and not isinstance(raw_tasks, list):
         raise InputError("spec.tasks: must be a list of tasks, each with name, replicas and template")
     if not raw_tasks:
-        raise InputError("spec.tasks: No task specified in job spec; add at least one task with replicas and a template")
+        raise InputError("spec.tasks: No task specified in job spec; "
+                         "add at least one task with replicas and a template")
     tasks, seen = [], set()
     for i, t in enumerate(raw_tasks):
         w = f"spec.tasks[{i}]"

@@ -153,11 +153,11 @@ class ProportionPlugin(BatchPlugin):
                     attr.request.add(t.resreq)
         pg = job.pg
         allocated = job.allocated
-        if pg.min_resources is not None:
-            # Inqueue: what minResources still reserves beyond the tasks already allocated
-            # (they count in `allocated`); Running: the same once the gang has its members.
-            if pg.phase == "Inqueue" or (pg.phase == "Running" and allocated_task_num(job) >= pg.min_member):
-                attr.inqueue.add(job.deduct_sch_gated(inqueue_resource(job, allocated)))
+        # Inqueue: what minResources still reserves beyond the tasks already allocated
+        # (they count in `allocated`); Running: the same once the gang has its members.
+        if pg.min_resources is not None and (
+                pg.phase == "Inqueue" or (pg.phase == "Running" and allocated_task_num(job) >= pg.min_member)):
+            attr.inqueue.add(job.deduct_sch_gated(inqueue_resource(job, allocated)))
         attr.elastic.add(allocated.diff(job.min_resources(), ZERO)[0])
 
     def on_session_open(self, ssn: Session) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from ...api.objects import Pod
@@ -82,8 +82,8 @@ def matches(registered: str, incoming: str) -> bool:
 
 
 # ---- hints ------------------------------------------------------------------------------
-HintFn = Callable[[str, str], bool]
-Hints = Union[None, HintFn, Mapping[str, Iterable[str]]]
+HintFn: TypeAlias = Callable[[str, str], bool]
+Hints: TypeAlias = HintFn | Mapping[str, Iterable[str]] | None
 
 
 class HintTable:

@@ -265,7 +265,10 @@ class SchedulingQueue(EventsMixin):
             if q is None:
                 continue
             e = self.backoff_expiry(q)
-            t = -math.inf if e == _NO_BACKOFF else (e + WINDOW if self.pop_from_backoff else math.nextafter(e, math.inf))
+            if e == _NO_BACKOFF:
+                t = -math.inf
+            else:
+                t = e + WINDOW if self.pop_from_backoff else math.nextafter(e, math.inf)
             best = t if best is None else min(best, t)
         return best
 

@@ -7,11 +7,15 @@ import http.client
 import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from ..httputil import TEXT_PLAIN, send_body
 from .config import MUTATING
 from .kubestatus import status_object
+
+if TYPE_CHECKING:
+    from .proxy import FaultProxy  # proxy.py imports this module: for the annotation only
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                         "trailer", "trailers", "transfer-encoding", "upgrade", "expect", "proxy-connection"})
@@ -49,6 +53,7 @@ def is_watch(path: str, query: str) -> bool:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "caldera-faultproxy"
+    server: _Server     # socketserver sets it: the _Server (with its .proxy) that made this handler
     upstream: http.client.HTTPConnection | None = None
 
     def log_message(self, format, *args) -> None:
@@ -121,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes | None:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -136,10 +141,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self, body: bytes | None, watch: bool) -> http.client.HTTPResponse:
         proxy = self.server.proxy
         while True:
-            fresh = self.upstream is None
-            if fresh:
-                self.upstream = proxy.connect()
             conn = self.upstream
+            fresh = conn is None
+            if conn is None:
+                conn = self.upstream = proxy.connect()
             try:
                 conn.putrequest(self.command, proxy.prefix + self.path, skip_host=True, skip_accept_encoding=True)
                 conn.putheader("Host", proxy.netloc)
@@ -172,10 +177,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
                     self.send_header(k, v)
             no_body = method == "HEAD" or resp.status in (204, 304) or resp.status < 200
-            if no_body or (resp.length is not None and not resp.chunked):
-                length = 0 if no_body else resp.length
-                if no_body and resp.getheader("Content-Length"):
-                    self.send_header("Content-Length", resp.getheader("Content-Length"))
+            length = 0 if no_body else resp.length
+            if length is not None and (no_body or not resp.chunked):
+                upstream_length = resp.getheader("Content-Length")
+                if no_body and upstream_length:
+                    self.send_header("Content-Length", upstream_length)
                 else:
                     self.send_header("Content-Length", str(length))
                 self.end_headers()

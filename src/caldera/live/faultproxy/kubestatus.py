@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 # code -> (reason, message); 409 and 429 are built specially below
 _STATUS = {410: ("Expired", "too old resource version"),
@@ -59,8 +60,8 @@ def status_object(code: int, method: str, path: str, body: bytes | None) -> dict
         reason, message = _STATUS[code]
         if code == 500:   # apierrors.NewInternalError: the cause is repeated in details
             details = {"causes": [{"message": message.removeprefix("Internal error occurred: ")}]}
-    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-              "message": message, "reason": reason}
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": message, "reason": reason}
     details = {k: v for k, v in details.items() if v not in ("", None)}
     if details:
         status["details"] = details

@@ -95,7 +95,9 @@ class FaultProxy:
     @property
     def address(self) -> tuple[str, int]:
         assert self._server is not None, "start() the proxy first"
-        return self._server.server_address[:2]
+        host, port = self._server.server_address[:2]
+        assert isinstance(host, str)    # an AF_INET(6) socket's name: (str, int, ...)
+        return host, port
 
     @property
     def url(self) -> str:
@@ -165,6 +167,7 @@ class FaultProxy:
 
     # ---- upstream -----------------------------------------------------------------------
     def connect(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection
         if self.scheme == "https":
             conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.upstream_timeout,
                                                context=self.ssl_context)

@@ -132,27 +132,25 @@ class PodIndex:
     def _remove(self, pod) -> None:
         sig = (pod.namespace, frozenset(pod.labels.items()))
         g = self.groups.get(sig)
-        if g is not None and g.remove(pod.key):
-            if not g.size:
-                del self.groups[sig]
-                for k, v in pod.labels.items():
-                    s = self.by_kv.get((k, v))
-                    if s is not None:
-                        s.discard(sig)
-                        if not s:
-                            del self.by_kv[(k, v)]
-                    s = self.by_key.get(k)
-                    if s is not None:
-                        s.discard(sig)
-                        if not s:
-                            del self.by_key[k]
+        if g is not None and g.remove(pod.key) and not g.size:
+            del self.groups[sig]
+            for k, v in pod.labels.items():
+                s = self.by_kv.get((k, v))
+                if s is not None:
+                    s.discard(sig)
+                    if not s:
+                        del self.by_kv[(k, v)]
+                s = self.by_key.get(k)
+                if s is not None:
+                    s.discard(sig)
+                    if not s:
+                        del self.by_key[k]
         if pod.has_affinity or pod.has_anti_affinity:
             terms = pod_terms(pod)
             for store in (self.term_groups, self.anti_groups):
                 e = store.get(id(terms))
-                if e is not None and e[1].remove(pod.key):
-                    if not e[1].size:
-                        del store[id(terms)]
+                if e is not None and e[1].remove(pod.key) and not e[1].size:
+                    del store[id(terms)]
 
     # ---- queries -----------------------------------------------------------------
     def candidates(self, term: AffinityTerm):

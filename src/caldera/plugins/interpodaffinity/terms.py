@@ -158,10 +158,11 @@ def _list(d, field_, where):
 
 def _parse(pa, paa, ns: str, labels: Mapping[str, str]) -> PodTerms:
     errs: list[str] = []
-    out: list[tuple] = []
+    out: list[tuple[AffinityTerm, ...]] = []
     req = "requiredDuringSchedulingIgnoredDuringExecution"
     pref = "preferredDuringSchedulingIgnoredDuringExecution"
-    specs = (("requiredAffinityTerms", pa, "podAffinity", req), ("requiredAntiAffinityTerms", paa, "podAntiAffinity", req),
+    specs = (("requiredAffinityTerms", pa, "podAffinity", req),
+             ("requiredAntiAffinityTerms", paa, "podAntiAffinity", req),
              ("preferredAffinityTerms", pa, "podAffinity", pref),
              ("preferredAntiAffinityTerms", paa, "podAntiAffinity", pref))
     for label, block, bname, field_ in specs:
@@ -183,7 +184,8 @@ def _parse(pa, paa, ns: str, labels: Mapping[str, str]) -> PodTerms:
             errs.append(f"{label}: {e}")
             terms = []
         out.append(tuple(terms))
-    return PodTerms(*out, error=aggregate(errs) if errs else "")
+    req_aff, req_anti, pref_aff, pref_anti = out
+    return PodTerms(req_aff, req_anti, pref_aff, pref_anti, error=aggregate(errs) if errs else "")
 
 
 def pod_terms(pod) -> PodTerms:

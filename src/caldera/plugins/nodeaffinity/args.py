@@ -22,7 +22,7 @@ def parse_args(args: dict) -> tuple[NodeSelector | None, tuple[tuple[int, NodeSe
     unknown = set(added) - {REQUIRED, PREFERRED}
     if unknown:
         raise ConfigError(f"{_BASE}: unknown field(s) {sorted(unknown)}; use {REQUIRED} and/or {PREFERRED}")
-    required = None
+    required: NodeSelector | None = None
     errs: list[str] = []              # kube's parse errors of all terms, reported together
     try:
         if added.get(REQUIRED) is not None:

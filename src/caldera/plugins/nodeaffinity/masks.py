@@ -64,15 +64,17 @@ def _field_mask(table, r: Requirement) -> np.ndarray:
 
 def term_mask(table, term: NodeSelectorTerm, parses: bool = True) -> np.ndarray:
     """Nodes matching one node selector term; an empty or unparsable term matches none."""
-    if not parses or (not term.expressions and not term.fields):
+    if not parses:
         return np.zeros(len(table), dtype=bool)
-    m = None
+    m: np.ndarray | None = None
     for r in term.expressions:
         x = requirement_mask(table, r)
         m = x if m is None else m & x
     for r in term.fields:
         x = _field_mask(table, r)
         m = x if m is None else m & x
+    if m is None:               # an empty term
+        return np.zeros(len(table), dtype=bool)
     return m
 
 

@@ -2,9 +2,11 @@
 pod.cache), and the nodes its required part admits."""
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 
-from ...api.selectors import NodeSelector, parse_node_selector, parse_preferred_terms
+from ...api.selectors import NodeSelector, NodeSelectorTerm, parse_node_selector, parse_preferred_terms
 from ...api.validation import aggregate
 from ...errors import InputError
 from .masks import labels_mask, selector_mask
@@ -13,14 +15,21 @@ from .terms import PREFERRED, REQUIRED, check_fields, term_errors, term_parses
 _POD_WHERE = "spec.affinity.nodeAffinity"
 _CACHE = "nodeaffinity"
 
+Preferred: TypeAlias = tuple[tuple[int, NodeSelectorTerm], ...]     # (weight, term) pairs
+# (required, required_parses, preferred, preferred_error)
+_Parsed: TypeAlias = tuple[NodeSelector | None, tuple[bool, ...], Preferred | None, str]
+
 # parsed spec.affinity.nodeAffinity by its repr: pods of one workload share their affinity
-_PARSED: dict[str, tuple] = {}
+_PARSED: dict[str, _Parsed] = {}
 _PARSED_MAX = 4096
 
 
-def _parse_node_affinity(na: dict) -> tuple:
+def _parse_node_affinity(na: dict) -> _Parsed:
     """(required, required_parses, preferred, preferred_error) of a pod's nodeAffinity."""
-    required, required_parses, preferred, preferred_error = None, (), None, ""
+    required: NodeSelector | None = None
+    required_parses: tuple[bool, ...] = ()
+    preferred: Preferred | None = None
+    preferred_error = ""
     req = na.get(REQUIRED)
     if req is not None:
         where = f"{_POD_WHERE}.{REQUIRED}"
@@ -51,7 +60,7 @@ class PodNodeAffinity:
         self.selector = pod.node_selector
         self.required: NodeSelector | None = None
         self.required_parses: tuple[bool, ...] = ()
-        self.preferred = None           # tuple of (weight, term) or None when the field is absent
+        self.preferred: Preferred | None = None     # None when the field is absent
         self.preferred_error = ""
         na = pod.affinity.get("nodeAffinity")
         if na is None:

@@ -15,6 +15,7 @@ and then kept current from the table's pod journal (`pod_log`), so a cycle costs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
 import numpy as np
 
@@ -137,27 +138,34 @@ def build_constraints(items, pod_labels, action: str, where: str) -> tuple[Const
     return tuple(out)
 
 
+# pod.cache["pts.constraints"]: the parse of the pod's own constraints, tagged
+_Parsed: TypeAlias = (tuple[Literal["none"]] | tuple[Literal["error"], str]
+                      | tuple[Literal["ok"], tuple[Constraint, ...], tuple[Constraint, ...]])
+
+
 def pod_constraints(pod: Pod) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...]] | None:
     """(hard, soft) from the pod's own spec, None if it has none; raises SpreadError if invalid."""
-    got = pod.cache.get("pts.constraints")
+    got: _Parsed | None = pod.cache.get("pts.constraints")
     if got is None:
-        raw = pod.spec.get("topologySpreadConstraints")
-        try:
-            if not raw:
-                got = ("none",)
-            else:
-                where = "spec.topologySpreadConstraints"
-                items = validate_raw(raw, where, forbid_selector=False)
-                got = ("ok", build_constraints(items, pod.labels, DO_NOT_SCHEDULE, where),
-                       build_constraints(items, pod.labels, SCHEDULE_ANYWAY, where))
-        except SpreadError as e:
-            got = ("error", str(e))
-        pod.cache["pts.constraints"] = got
+        got = pod.cache["pts.constraints"] = _parse_pod_constraints(pod)
     if got[0] == "none":
         return None
     if got[0] == "error":
         raise SpreadError(got[1])
     return got[1], got[2]
+
+
+def _parse_pod_constraints(pod: Pod) -> _Parsed:
+    raw = pod.spec.get("topologySpreadConstraints")
+    if not raw:
+        return ("none",)
+    where = "spec.topologySpreadConstraints"
+    try:
+        items = validate_raw(raw, where, forbid_selector=False)
+        return ("ok", build_constraints(items, pod.labels, DO_NOT_SCHEDULE, where),
+                build_constraints(items, pod.labels, SCHEDULE_ANYWAY, where))
+    except SpreadError as e:
+        return ("error", str(e))
 
 
 # ---- plugin args --------------------------------------------------------------------------
