@@ -44,6 +44,7 @@ class NodeTable:
         self.pod_generation = 0
         self._cache: dict[Hashable, tuple[tuple[int, int], Any]] = {}
         self.pods_with_affinity = 0   # running pods with (anti-)affinity terms: InterPodAffinity skips when 0
+        self.priority_count: dict[int, int] = {}    # pods on nodes per priority (preemption's quick "no victims")
         # journal of pod changes, (pod, node row, +1 added | -1 removed), for plugins that keep per-node
         # counts up to date incrementally; entry k has absolute position pod_log_base + k
         self.pod_log: list[tuple[Pod, int, int]] = []
@@ -176,6 +177,8 @@ class NodeTable:
         self.pod_node[pod.key] = i
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity += 1
+        pc = self.priority_count
+        pc[pod.priority] = pc.get(pod.priority, 0) + 1
         self.pod_generation += 1
         self._log_pod(pod, i, 1)
 
@@ -189,6 +192,12 @@ class NodeTable:
         self.nonzero[1, i] -= pod.nonzero_mem
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity -= 1
+        pc = self.priority_count
+        left = pc[pod.priority] - 1
+        if left:
+            pc[pod.priority] = left
+        else:
+            del pc[pod.priority]
         self.pod_generation += 1
         self._log_pod(pod, i, -1)
         return pod
@@ -216,6 +225,10 @@ class NodeTable:
         if len(log) > 65536:   # bounded: readers further behind than this rebuild from scratch
             self.pod_log_base += len(log)
             log.clear()
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of any pod on a node (None: no pods)."""
+        return min(self.priority_count) if self.priority_count else None
 
     def node_of(self, key: str) -> int | None:
         return self.pod_node.get(key)

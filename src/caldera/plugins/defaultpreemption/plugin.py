@@ -21,7 +21,7 @@ from ...framework.status import Code, Status
 from .candidates import aggregate_message, dry_run_preemption, fit_error_message, potential_nodes
 from .fast import build as build_fast_path
 from .pick import select_candidate
-from .victims import importance_key, select_victims_on_node
+from .victims import NO_VICTIMS_MSG, importance_key, select_victims_on_node
 
 if TYPE_CHECKING:
     from ...framework.protocols import PreemptionHandle
@@ -183,11 +183,23 @@ class DefaultPreemption(Plugin):
         if not nodes:
             return [], {}, []
         offset, num = self.get_offset_and_num_candidates(len(nodes))
+        low = table.lowest_priority()
+        if (low is None or low >= pod.priority) and self._default_victim_rules():
+            # no pod anywhere has a lower priority: every node's dry run would end at once with
+            # "No preemption victims found for incoming pod" (SelectVictimsOnNode)
+            none = Status.unresolvable(NO_VICTIMS_MSG)
+            return [], dict.fromkeys(nodes, none), []
         fast = None
         if self.use_fast_path and "select_victims_on_node" not in vars(self) and \
                 type(self).select_victims_on_node is DefaultPreemption.select_victims_on_node:
             fast = build_fast_path(self, pod, nodes)
         return dry_run_preemption(self, pod, nodes, self.handle.pdbs or [], offset, num, fast)
+
+    def _default_victim_rules(self) -> bool:
+        """Victims are exactly the lower-priority pods (no customisation point overridden)."""
+        cls = type(self)
+        return all(n not in vars(self) and getattr(cls, n) is getattr(DefaultPreemption, n)
+                   for n in ("is_preemption_allowed", "potential_victims", "select_victims_on_node"))
 
     def prepare_candidate(self, c, pod) -> None:
         """Evict the victims (pods already terminating are left alone) and clear the nomination
