@@ -7,7 +7,8 @@ from typing import ClassVar
 
 from caldera.api.objects import Node
 from caldera.config.defaults import default_config
-from caldera.live.cache import ClusterCache, node_update_events
+from caldera.framework.queue import node_update_events
+from caldera.live.cache import ClusterCache
 from caldera.plugins.registry import build_registry
 
 

@@ -14,31 +14,8 @@ from collections.abc import Callable, Iterable
 
 from ..api.objects import Node, Pod, PriorityClass
 from ..errors import InputError
+from ..framework.queue.events import node_update_events
 from ..state.nodetable import NodeTable
-
-
-def node_update_events(old: Node, new: Node) -> list[str]:
-    """kube's nodeSchedulingPropertiesChange: the Node/UpdateXxx events an update amounts to."""
-    ev = []
-    if old.unschedulable != new.unschedulable:
-        ev.append("Node/UpdateNodeTaint")   # kube folds spec.unschedulable into the taint event
-    if old.allocatable != new.allocatable:
-        ev.append("Node/UpdateNodeAllocatable")
-    if old.labels != new.labels:
-        ev.append("Node/UpdateNodeLabel")
-    if old.taints != new.taints and "Node/UpdateNodeTaint" not in ev:
-        ev.append("Node/UpdateNodeTaint")
-    oc = (old.raw.get("status") or {}).get("conditions")
-    nc = (new.raw.get("status") or {}).get("conditions")
-    if _conditions(oc) != _conditions(nc):
-        ev.append("Node/UpdateNodeCondition")
-    if (old.raw.get("metadata") or {}).get("annotations") != (new.raw.get("metadata") or {}).get("annotations"):
-        ev.append("Node/UpdateNodeAnnotation")
-    return ev
-
-
-def _conditions(conds) -> list:
-    return sorted((c.get("type"), c.get("status")) for c in conds or [] if isinstance(c, dict))
 
 
 class ClusterCache:

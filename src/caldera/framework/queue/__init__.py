@@ -6,31 +6,32 @@
 
 See scheduling_queue.py for the driver contract (the driver calls the flush loops).
 """
-from .events import hints_from_plugins, matches, parse_event, pod_update_events
+from .events import hints_from_plugins, matches, node_update_events, parse_event, pod_update_events
 from .scheduling_queue import (
-                               ACTIVE,
-                               AFTER_BACKOFF,
-                               BACKOFF,
-                               GATED,
-                               IMMEDIATELY,
-                               IN_FLIGHT,
-                               SKIP,
-                               UNSCHEDULABLE,
-                               SchedulingQueue,
+    ACTIVE,
+    AFTER_BACKOFF,
+    BACKOFF,
+    GATED,
+    IMMEDIATELY,
+    IN_FLIGHT,
+    SKIP,
+    UNSCHEDULABLE,
+    SchedulingQueue,
 )
 
 __all__ = [
-                               "ACTIVE",
-                               "AFTER_BACKOFF",
-                               "BACKOFF",
-                               "GATED",
-                               "IMMEDIATELY",
-                               "IN_FLIGHT",
-                               "SKIP",
-                               "UNSCHEDULABLE",
-                               "SchedulingQueue",
-                               "hints_from_plugins",
-                               "matches",
-                               "parse_event",
-                               "pod_update_events",
+    "ACTIVE",
+    "AFTER_BACKOFF",
+    "BACKOFF",
+    "GATED",
+    "IMMEDIATELY",
+    "IN_FLIGHT",
+    "SKIP",
+    "UNSCHEDULABLE",
+    "SchedulingQueue",
+    "hints_from_plugins",
+    "matches",
+    "node_update_events",
+    "parse_event",
+    "pod_update_events",
 ]

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from ...api.objects import Pod
+    from ...api.objects import Node, Pod
     from ...api.selectors import LabelSelector
     from ..interface import Plugin, QueuedPodInfo
 
@@ -230,3 +230,28 @@ def cross_topology_candidate(qpi: QueuedPodInfo, assigned: Pod) -> bool:
     if "PodTopologySpread" in qpi.unschedulable_plugins and qpi.pod.namespace == assigned.namespace:
         return True
     return affinity_term_matches(qpi.pod, assigned)
+
+
+def node_update_events(old: Node, new: Node) -> list[str]:
+    """kube's nodeSchedulingPropertiesChange: the Node/UpdateXxx events an update amounts to."""
+    ev: list[str] = []
+    if old.unschedulable != new.unschedulable:
+        ev.append("Node/UpdateNodeTaint")   # kube folds spec.unschedulable into the taint event
+    if old.allocatable != new.allocatable:
+        ev.append("Node/UpdateNodeAllocatable")
+    if old.labels != new.labels:
+        ev.append("Node/UpdateNodeLabel")
+    if old.taints != new.taints and "Node/UpdateNodeTaint" not in ev:
+        ev.append("Node/UpdateNodeTaint")
+    oc = (old.raw.get("status") or {}).get("conditions")
+    nc = (new.raw.get("status") or {}).get("conditions")
+    if _conditions(oc) != _conditions(nc):
+        ev.append("Node/UpdateNodeCondition")
+    if (old.raw.get("metadata") or {}).get("annotations") != (new.raw.get("metadata") or {}).get("annotations"):
+        ev.append("Node/UpdateNodeAnnotation")
+    return ev
+
+
+def _conditions(conds: object) -> list[tuple[object, object]]:
+    items = conds if isinstance(conds, list) else []
+    return sorted((c.get("type"), c.get("status")) for c in items if isinstance(c, dict))
