@@ -371,3 +371,40 @@ def test_fit_error_message_counts_absent_nodes_and_appends_postfilter_verbatim()
     d.postfilter_msg = "preemption: not eligible due to preemptionPolicy=Never."
     assert d.message() == ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
                            "[NodeAffinity]. preemption: not eligible due to preemptionPolicy=Never.")
+
+
+class _ReferencePreemption(DefaultPreemption):
+    """DefaultPreemption with a customised (but identical) victim rule: takes the dry-run path."""
+
+    def potential_victims(self, table, i, pod):
+        return super().potential_victims(table, i, pod)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_no_lower_priority_pod_anywhere_matches_the_dry_run(seed):
+    # every running pod has the preemptor's priority or more: the quick answer must equal the
+    # full dry run's (same message, no nomination, same RNG draw for the next cycle)
+    import random as _random
+
+    from caldera.config.types import PluginRef
+    from caldera.engine.scheduler import Scheduler
+    from caldera.state.nodetable import NodeTable
+
+    def run(cls):
+        reg = build_registry({"X": cls}) if cls is not None else build_registry()
+        nodes = [node(f"n{i}", {"cpu": "1", "memory": "1Gi", "pods": "10"}) for i in range(7)]
+        nodes.append(node("tiny", {"cpu": "100m", "memory": "1Gi", "pods": "10"}, labels={"small": "y"}))
+        cfg = default_config(reg)
+        if cls is not None:
+            prof = cfg.profiles[0]
+            prof.plugins["postFilter"] = [PluginRef("X")]
+        table = NodeTable(nodes)
+        s = Scheduler(cfg, table, reg, seed=seed)
+        for i in range(7):
+            table.add_pod(pod(f"r{i}", prio=MID if i % 2 else HIGH, req={"cpu": "800m"}, node=f"n{i}"), i)
+        att = s.schedule_one(pod("p", prio=MID, req={"cpu": "500m"}))
+        return att.message, att.nominated, s.rng.random() if isinstance(s.rng, _random.Random) else None
+
+    quick, ref = run(None), run(_ReferencePreemption)
+    assert quick == ref
+    assert "No preemption victims found for incoming pod" in quick[0] and not quick[1]
