@@ -28,14 +28,17 @@ def cli():
 
     \b
     caldera schedule   one scheduling pass over manifests (bindings, reasons, --explain)
+    caldera simulate   replay a workload in virtual time; compare configurations
     caldera run        a live scheduler in a cluster (leader election, metrics, health)
     """
 
 
 from .run import run  # noqa: E402
 from .schedule import schedule  # noqa: E402
+from .simulate import simulate  # noqa: E402
 
 cli.add_command(schedule)
+cli.add_command(simulate)
 cli.add_command(run)
 
 

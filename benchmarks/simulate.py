@@ -1,0 +1,107 @@
+"""`caldera simulate` at trace scale (issue 9's targets). Not a test: figures depend on the machine.
+
+    python -m benchmarks.simulate openb              # openb default trace, 1,213 GPU nodes, default profile
+    python -m benchmarks.simulate synthetic          # 100,000 pods over a simulated day on 5,000 nodes
+    python -m benchmarks.simulate synthetic --pods 10000 --nodes 500     # smaller
+    python -m benchmarks.simulate openb --profile    # cProfile of the run
+
+Each prints: read time, simulation wall time, events, scheduling cycles, cycle p50/p99, pods
+started / never started, peak RSS. Targets: openb <= 20 s per config, synthetic <= 3 min.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import csv
+import math
+import pstats
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from caldera.config.defaults import default_config
+from caldera.plugins.registry import build_registry
+from caldera.sim.kube import KubeSim
+from caldera.sim.summary import summarize
+from caldera.sim.traces import read_cluster, read_workload
+
+OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+
+
+def synthetic_inputs(folder: Path, pods: int, nodes: int, seed: int = 1) -> tuple[str, str]:
+    """A day of work: `nodes` nodes (4 in 5 CPU nodes 32 CPU / 128 GiB; 1 in 5 GPU nodes with 8 GPUs,
+    64 CPU, 512 GiB) and `pods` pods arriving over 24 h with a daily cycle (the arrival rate goes
+    from 0.4x the mean at midnight to 1.6x at noon). 85 % CPU pods (0.5-8 CPU, 1-32 GiB), 15 % GPU
+    pods (1, 2, 4 or 8 GPUs, 4 CPU and 16 GiB per GPU); durations exponential, mean 4 h for GPU pods
+    and 2 h for the others: in the afternoon peak GPUs run full and GPU pods queue."""
+    rng = random.Random(seed)
+    node_file = folder / "nodes.yaml"
+    with open(node_file, "w") as f:
+        for i in range(nodes):
+            gpu = i % 5 == 0
+            alloc = ('{cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}' if gpu
+                     else '{cpu: "32", memory: 128Gi, pods: "110"}')
+            f.write(f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-{i:05d}}}\n"
+                    f"status: {{allocatable: {alloc}, capacity: {alloc}}}\n")
+    trace = folder / "trace.csv"
+    with open(trace, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "arrival", "duration", "cpu", "memory", "gpu"])
+        for j in range(pods):
+            while True:       # rejection sampling of the daily cycle
+                t = rng.uniform(0, 86400)
+                if rng.random() * 1.6 <= 1 - 0.6 * math.cos(2 * math.pi * t / 86400):
+                    break
+            arrival = round(t, 3)
+            if rng.random() < 0.15:
+                gpus = rng.choice((1, 1, 1, 2, 2, 4, 8))
+                w.writerow([f"job-{j:06d}", arrival, round(rng.expovariate(1 / 14400), 1), f"{4 * gpus}",
+                            f"{16 * gpus}Gi", gpus])
+            else:
+                w.writerow([f"job-{j:06d}", arrival, round(rng.expovariate(1 / 7200), 1),
+                            f"{rng.choice((500, 1000, 2000, 4000, 8000))}m", f"{rng.choice((1, 2, 4, 8, 32))}Gi", 0])
+    return str(node_file), str(trace)
+
+
+def run(cluster_paths: list[str], workload_paths: list[str], profile: bool) -> None:
+    t0 = time.perf_counter()
+    cluster = read_cluster(cluster_paths)
+    workload = read_workload(workload_paths, priority_classes=cluster.priority_classes)
+    t_read = time.perf_counter() - t0
+    reg = build_registry()
+    sim = KubeSim("default", cluster, workload, default_config(reg), registry=reg)
+    prof = cProfile.Profile() if profile else None
+    if prof:
+        prof.enable()
+    r = sim.run()
+    if prof:
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+    s = summarize(r)
+    c = s["counts"]
+    print(f"nodes {len(cluster.nodes)}  pods {c['submitted']}  read {t_read:.1f} s  "
+          f"simulate {r.wall_seconds:.1f} s  events {sim.events_done}  cycles {s['cycles']}  "
+          f"cycle p50 {s['cycle_ms']['p50']} ms p99 {s['cycle_ms']['p99']} ms")
+    print(f"started {c['started']}  never started {c['never_started']}  completed {c['completed']}  "
+          f"evictions {c['evictions']}  wait p50 {s['wait']['p50']} s p95 {s['wait']['p95']} s  "
+          f"makespan {s['makespan']} s  alloc {s['alloc_ratio']}  peak RSS {r.peak_rss_mib:.0f} MiB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trace", choices=("openb", "synthetic"))
+    ap.add_argument("--pods", type=int, default=100_000)
+    ap.add_argument("--nodes", type=int, default=5_000)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    if a.trace == "openb":
+        run([str(OPENB / "openb_node_list_gpu_node.csv")], [str(OPENB / "openb_pod_list_default.csv")], a.profile)
+        return
+    with tempfile.TemporaryDirectory() as d:
+        nodes, trace = synthetic_inputs(Path(d), a.pods, a.nodes)
+        run([nodes], [trace], a.profile)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""A kube-scheduler profile in virtual time: the engine's Scheduler and SchedulingQueue (backoff,
+queueing hints, the unschedulable pool and its 5-minute flush, PreEnqueue gates, nominations,
+preemption) on the simulation's clock."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..api.loader import Cluster
+from ..api.objects import Pod
+from ..config.types import SchedulerConfig
+from ..engine.scheduler import Scheduler
+from ..framework.queue import SchedulingQueue, hints_from_plugins, node_update_events
+from .core import Simulation
+from .model import Workload
+
+
+class KubeSim(Simulation):
+    def __init__(self, name: str, cluster: Cluster, workload: Workload, config: SchedulerConfig, *,
+                 seed: int = 0, registry: Any = None, **kw: Any) -> None:
+        super().__init__(name, cluster, workload, **kw)
+        self.scheduler = Scheduler(config, self.table, registry, seed=seed)
+        self.scheduler.pdbs = list(cluster.pdbs)
+        self.scheduler.on_evict = lambda victim, reason: self.evicted(victim)
+        fw0 = self.scheduler.default_framework
+        sort_plugin = fw0.points["queueSort"][0]
+        plugins = [p for fw in self.scheduler.frameworks.values() for p in fw.instances.values()]
+        self.queue = SchedulingQueue(
+            fw0.less, clock=lambda: self.now,
+            pre_enqueue=lambda p: self.scheduler.framework_for(p).run_pre_enqueue(p),
+            initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds,
+            sort_key=getattr(sort_plugin, "sort_key", None), hints=hints_from_plugins(plugins))
+        self.profiles = set(self.scheduler.frameworks)
+        self._foreign: set[str] = set()
+
+    def submit(self, pod: Pod) -> None:
+        if pod.scheduler_name not in self.profiles:
+            if pod.scheduler_name not in self._foreign:
+                self._foreign.add(pod.scheduler_name)
+                self.warnings.append(f"pods with schedulerName {pod.scheduler_name!r} match no profile of "
+                                     f"this configuration; they stay pending (kube-scheduler ignores them)")
+            return
+        if pod.nominated_node_name:
+            self.scheduler.nominator.add(pod, pod.nominated_node_name)
+        self.queue.add(pod)
+
+    def wakeup(self, events_ahead: bool) -> float | None:
+        b = self.queue.next_backoff_time()
+        if not events_ahead:
+            return b          # without further events a pod in the unschedulable pool stays there
+        left = self.queue.next_leftover_time()
+        if b is None:
+            return left
+        return b if left is None else min(b, left)
+
+    def schedule(self) -> None:
+        q = self.queue
+        q.flush_backoff_completed()
+        q.flush_unschedulable_leftover()
+        while (qpi := q.pop()) is not None:
+            pod = qpi.pod
+            self.attempted(pod.key)
+            t0 = time.perf_counter()
+            att = self.scheduler.schedule_one(pod)
+            dt = time.perf_counter() - t0
+            if att.scheduled:
+                q.done(pod.key)
+                self.bound(pod, att.node)
+            else:
+                qpi.unschedulable_plugins = set(att.unschedulable_plugins)
+                q.add_unschedulable_if_not_present(qpi)
+            self.charge_cycle(dt)
+            if self.charge:
+                q.flush_backoff_completed()
+                q.flush_unschedulable_leftover()
+
+    def cluster_event(self, kind: str, old: Any, new: Any) -> None:
+        q = self.queue
+        if kind == "Pod/Add":
+            q.assigned_pod_added(new)
+        elif kind == "Pod/Delete":
+            q.assigned_pod_deleted(old)
+        elif kind == "Node/Update":
+            for ev in node_update_events(old, new):
+                q.move_all_to_active_or_backoff(ev, old, new)
+        elif kind == "Node/Add":
+            q.move_all_to_active_or_backoff(kind, old, new)

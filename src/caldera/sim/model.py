@@ -1,0 +1,89 @@
+"""What a simulation reads (a cluster and a workload) and what it produces (a SimResult).
+
+Times are virtual seconds from the start of the trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.loader import Cluster
+from ..api.objects import Node, Pod, PriorityClass
+
+ARRIVAL_ANNOTATION = "simulation.caldera/arrival"
+DURATION_ANNOTATION = "simulation.caldera/duration"
+DEFAULT_GRACE_SECONDS = 30.0
+
+
+@dataclass
+class SimPod:
+    """One pod of the workload: submitted at `arrival`, runs `duration` seconds once bound
+    (None: runs until the end), released `grace` seconds after an eviction."""
+    pod: Pod
+    arrival: float
+    duration: float | None
+    grace: float = DEFAULT_GRACE_SECONDS
+
+
+@dataclass
+class NodeEvent:
+    """A change to the cluster at `time`: add (with `node`), remove, cordon or uncordon a node."""
+    time: float
+    action: str            # "add" | "remove" | "cordon" | "uncordon"
+    name: str
+    node: Node | None = None
+
+
+@dataclass
+class Workload:
+    pods: list[SimPod] = field(default_factory=list)
+    # Volcano objects (PodGroups, Queues) as (source, manifest), for Volcano configurations;
+    # a PodGroup takes part once its first pod has arrived
+    volcano_objects: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    node_events: list[NodeEvent] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # PriorityClasses the pods' priorities were resolved with (the workload's, plus those given to
+    # read_workload), by name
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+
+
+@dataclass
+class PodRecord:
+    """One row of pods.csv."""
+    pod: str
+    arrival: float
+    start: float | None = None
+    end: float | None = None
+    node: str = ""
+    attempts: int = 0
+    evictions: int = 0
+    outcome: str = "pending"        # completed | running | pending
+    queue: str = ""
+
+
+@dataclass
+class SimResult:
+    """One run: per-pod records, the time series sampled on events, and run-wide figures."""
+    name: str
+    records: list[PodRecord]
+    resources: list[str]                       # resource names of the allocation columns
+    capacity: dict[str, float]                 # cluster capacity per resource (at the end)
+    times: list[float]                         # sample times
+    allocated: list[list[float]]               # [sample][resource]
+    pending: list[int]
+    running: list[int]
+    queue_names: list[str] = field(default_factory=list)
+    # [sample][queue]: the queue's dominant share (max over resources of its pods' requests / capacity)
+    queue_allocated: list[list[float]] = field(default_factory=list)
+    cycle_seconds: list[float] = field(default_factory=list)           # wall time per scheduling cycle
+    gpu_fragmentation: float | None = None     # milli-GPU no pending pod can use, at the end
+    makespan: float = 0.0
+    end_time: float = 0.0
+    stopped_early: bool = False                # --until or Ctrl-C
+    wall_seconds: float = 0.0
+    peak_rss_mib: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+__all__ = ["ARRIVAL_ANNOTATION", "DEFAULT_GRACE_SECONDS", "DURATION_ANNOTATION", "Cluster", "NodeEvent",
+           "PodRecord", "SimPod", "SimResult", "Workload"]

@@ -1,0 +1,44 @@
+"""The workload under construction: pods in input order with increasing `seq`, unique keys."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...api.objects import DEFAULT_SCHEDULER, Pod
+from ...errors import InputError
+from ..model import DEFAULT_GRACE_SECONDS, SimPod, Workload
+
+
+class WorkloadBuilder:
+    """Collects the pods, Volcano objects and node events of all inputs."""
+
+    def __init__(self, default_scheduler: str | None):
+        self.workload = Workload()
+        self.scheduler = default_scheduler or DEFAULT_SCHEDULER
+        self._keys: set[str] = set()
+        self.added_nodes: set[str] = set()     # names of nodes that join during the run
+        self._volcano_keys: set[str] = set()
+
+    def add_pod(self, doc: dict[str, Any], arrival: float, duration: float | None,
+                grace: float = DEFAULT_GRACE_SECONDS) -> SimPod:
+        """Parse a pending Pod manifest and append it; InputError names the field (the caller
+        adds the file and the object)."""
+        pod = Pod(doc, len(self.workload.pods))
+        if pod.key in self._keys:
+            raise InputError(f"duplicate Pod {pod.key}: every pod of the workload needs its own namespace/name")
+        self._keys.add(pod.key)
+        sim = SimPod(pod, arrival, duration, grace)
+        self.workload.pods.append(sim)
+        return sim
+
+    def add_volcano(self, source: str, doc: dict[str, Any]) -> None:
+        """Append a PodGroup or Queue manifest; a second one with the same name is an error."""
+        meta = doc.get("metadata") or {}
+        kind, name = doc.get("kind"), meta.get("name")
+        key = f"{kind} {name}" if kind == "Queue" else f"{kind} {meta.get('namespace') or 'default'}/{name}"
+        if key in self._volcano_keys:
+            raise InputError(f"duplicate {key}: it is already defined earlier in the workload")
+        self._volcano_keys.add(key)
+        self.workload.volcano_objects.append((source, doc))
+
+    def warn(self, message: str) -> None:
+        self.workload.warnings.append(message)
