@@ -32,9 +32,9 @@ OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 def synthetic_inputs(folder: Path, pods: int, nodes: int, seed: int = 1) -> tuple[str, str]:
     """A day of work: `nodes` nodes (4 in 5 CPU nodes 32 CPU / 128 GiB; 1 in 5 GPU nodes with 8 GPUs,
     64 CPU, 512 GiB) and `pods` pods arriving over 24 h with a daily cycle (the arrival rate goes
-    from 0.4x the mean at midnight to 1.6x at noon). 85 % CPU pods (0.5-8 CPU, 1-32 GiB), 15 % GPU
-    pods (1, 2, 4 or 8 GPUs, 4 CPU and 16 GiB per GPU); durations exponential, mean 4 h for GPU pods
-    and 2 h for the others: in the afternoon peak GPUs run full and GPU pods queue."""
+    from 0.8x the mean at midnight to 1.2x at noon). 86 % CPU pods (0.5-8 CPU, 1-32 GiB), 14 % GPU
+    pods (1, 2, 4 or 8 GPUs, 4 CPU and 16 GiB per GPU); durations exponential, mean 3 h for GPU pods
+    and 2 h for the others."""
     rng = random.Random(seed)
     node_file = folder / "nodes.yaml"
     with open(node_file, "w") as f:
@@ -51,12 +51,12 @@ def synthetic_inputs(folder: Path, pods: int, nodes: int, seed: int = 1) -> tupl
         for j in range(pods):
             while True:       # rejection sampling of the daily cycle
                 t = rng.uniform(0, 86400)
-                if rng.random() * 1.6 <= 1 - 0.6 * math.cos(2 * math.pi * t / 86400):
+                if rng.random() * 1.2 <= 1 - 0.2 * math.cos(2 * math.pi * t / 86400):
                     break
             arrival = round(t, 3)
-            if rng.random() < 0.15:
+            if rng.random() < 0.14:
                 gpus = rng.choice((1, 1, 1, 2, 2, 4, 8))
-                w.writerow([f"job-{j:06d}", arrival, round(rng.expovariate(1 / 14400), 1), f"{4 * gpus}",
+                w.writerow([f"job-{j:06d}", arrival, round(rng.expovariate(1 / 10800), 1), f"{4 * gpus}",
                             f"{16 * gpus}Gi", gpus])
             else:
                 w.writerow([f"job-{j:06d}", arrival, round(rng.expovariate(1 / 7200), 1),

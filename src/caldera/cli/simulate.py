@@ -124,4 +124,5 @@ def _print_summary(results, out: Path) -> None:
         t.add_row(r.name + (" (stopped early)" if r.stopped_early else ""), str(c["submitted"]), str(c["completed"]),
                   str(c["never_started"]), str(c["evictions"]), f(w.get("p50")), f(w.get("p95")),
                   f(s["makespan"]), f(r.wall_seconds))
-    Console().print(t)
+    import sys
+    Console(width=None if sys.stdout.isatty() else 140).print(t)
