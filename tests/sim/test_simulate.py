@@ -204,3 +204,21 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, content, needles):
     assert len(err.splitlines()) == 1, err
     for x in needles:
         assert x in err, err
+
+
+def test_readme_example_comparison(tmp_path):
+    """The README's spread-vs-pack comparison on examples/simulate gives the figures it shows."""
+    ex = Path(__file__).resolve().parents[2] / "examples" / "simulate"
+    out = tmp_path / "simulation"
+    p = subprocess.run([CALDERA, "simulate", "--cluster", str(ex / "nodes.yaml"), "--workload", str(ex / "trace.csv"),
+                        "--out", str(out), "--config", str(ex / "least-allocated.yaml"),
+                        "--config", str(ex / "most-allocated.yaml")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    least = json.loads((out / "least-allocated" / "summary.json").read_text())
+    most = json.loads((out / "most-allocated" / "summary.json").read_text())
+    assert (least["wait"]["mean"], least["wait"]["p95"], least["wait"]["max"]) == (345.163, 180.245, 22048.0)
+    assert (least["jct"]["mean"], least["cycles"]) == (2672.5, 59740)
+    assert (most["wait"]["max"], most["jct"]["mean"], most["cycles"]) == (0.0, 2327.34, 2000)
+    assert least["alloc_ratio"]["cpu"] == most["alloc_ratio"]["cpu"] == 0.437577
+    for png in ("pending.png", "wait_cdf.png", "allocation.png", "report.html"):
+        assert (out / png).exists()
