@@ -138,26 +138,3 @@ def parse_quantity(value: object) -> Fraction:
     return Fraction(parse_nano(value), NANO)
 
 
-def milli_value(q: Fraction) -> int:
-    """MilliValue() of an exact value."""
-    n = q * 1000
-    c = -(-abs(n.numerator) // n.denominator)
-    return -c if n < 0 else c
-
-
-def int_value(q: Fraction) -> int:
-    """Value() of an exact value."""
-    c = -(-abs(q.numerator) // q.denominator)
-    return -c if q < 0 else c
-
-
-def format_value(name: str, v: int) -> str:
-    """A short human form of an integer resource value (for tables and messages)."""
-    if name == "cpu":
-        return f"{v // 1000}" if v % 1000 == 0 else f"{v}m"
-    if name in ("memory", "ephemeral-storage") and v >= 2**20:
-        for suf, f in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-            if v >= f and v % (f // 1024) == 0:
-                x = v / f
-                return f"{x:g}{suf}"
-    return str(v)

@@ -133,10 +133,6 @@ def parse_label_selector(sel: object, where: str) -> LabelSelector | None:
     return LabelSelector(tuple(reqs))
 
 
-def selector_from_labels(labels: Mapping[str, str]) -> LabelSelector:
-    return LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(labels.items())))
-
-
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
     expressions: tuple[Requirement, ...]

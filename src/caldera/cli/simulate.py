@@ -44,6 +44,10 @@ def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed, until, 
     sim_run.validate_configs(configs)
     cluster = read_cluster(list(cluster_paths))
     workload = read_workload(list(workload_paths), priority_classes=cluster.priority_classes)
+    if not workload.pods:
+        workload.warnings.append(f"the workload ({', '.join(workload_paths)}) has no pods; nothing will be scheduled")
+    if not cluster.nodes:
+        cluster.warnings.append(f"the cluster ({', '.join(cluster_paths)}) has no nodes; no pod can start")
     for w in cluster.warnings + workload.warnings:
         click.echo(f"caldera: warning: {w}", err=True)
     out = Path(out_dir)

@@ -2,8 +2,6 @@
 multiPoint in this order, with the default score weights; and the default configuration."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from .expand import MULTI_POINT, PluginSet, Registry, expand_plugins, merge_plugins
 from .types import PluginRef, Profile, SchedulerConfig
 
@@ -33,9 +31,6 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("DefaultBinder", 0),
 )
 
-POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
-          "reserve", "permit", "preBind", "bind", "postBind")
-
 # Plugins the v1 API rejects (validation.go invalidPluginsByVersion).
 INVALID_V1_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 # Other kube in-tree plugin names caldera does not implement: accepted in `disabled` lists
@@ -46,12 +41,6 @@ KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("DynamicResources", "NodeDeclaredFeatu
 
 def default_plugins() -> dict[str, PluginSet]:
     return {MULTI_POINT: PluginSet([PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT])}
-
-
-def expand_multipoint(refs: Iterable[PluginRef], registry: Registry, handle_factory: object = None
-                      ) -> dict[str, list[PluginRef]]:
-    """Enable each plugin at every extension point its class implements, preserving order."""
-    return expand_plugins({MULTI_POINT: PluginSet(list(refs))}, registry)
 
 
 def default_profile(registry: Registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from .protocols import Handle
 
 MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
 
 
 class CycleState:

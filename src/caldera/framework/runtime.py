@@ -330,15 +330,11 @@ class Framework:
                 detail[p.name] = sc
         return total, detail
 
-    def _run_simple(self, point: Literal["reserve", "preBind"], method: str, state: CycleState, pod: Pod, node: str,
-                    stop_on_skip: bool = False) -> Status:
+    def _run_simple(self, point: Literal["reserve", "preBind"], method: str, state: CycleState, pod: Pod, node: str
+                    ) -> Status:
         for p in self.points.get(point, []):
             s = _as_status(getattr(p, method)(state, pod, node), p.name)
-            if stop_on_skip and s.is_skip():
-                continue
             if not s.is_success():
-                return s
-            if stop_on_skip:
                 return s
         return Status()
 

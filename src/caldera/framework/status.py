@@ -58,9 +58,6 @@ class Status:
     def is_skip(self) -> bool:
         return self.code == Code.SKIP
 
-    def is_rejected(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
-
     def with_plugin(self, name: str) -> Status:
         if not self.plugin and self is not _SKIP:
             self.plugin = name
@@ -75,9 +72,6 @@ class Status:
     # Status is mutable and unhashable: defining __eq__ without __hash__ sets __hash__ to None
 
 
-SUCCESS = Status()
 _SKIP = Status(Code.SKIP)   # shared: Skip carries no reasons, so it is never annotated
 
 
-def code_of(s: Status | None) -> Code:
-    return Code.SUCCESS if s is None else s.code

@@ -233,11 +233,6 @@ class NodeTable:
     def node_of(self, key: str) -> int | None:
         return self.pod_node.get(key)
 
-    def all_pods(self) -> Iterable[tuple[int, Pod]]:
-        for i, ps in enumerate(self.pods):
-            for p in ps.values():
-                yield i, p
-
     # ---- derived, cached columns --------------------------------------------
     def cached(self, key: Hashable, build: Callable[[], T], *, pods: bool = False) -> T:
         """Cache `build()` until nodes (and, with pods=True, pods) change."""

@@ -57,9 +57,6 @@ class FitErrors:
             self._pending = []
         return self._nodes
 
-    def node_count(self) -> int:
-        return len(self._nodes) + sum(len(n) for n, _ in self._pending) + sum(len(b[0]) for b in self._bulk)
-
     def unresolvable_nodes(self) -> set[str]:
         return {n for n, st in self.nodes.items() if any(c == UNRESOLVABLE for c, _ in st)}
 

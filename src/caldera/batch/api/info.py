@@ -147,19 +147,6 @@ class JobInfo:
         if t.status & ALLOCATED_STATUS:
             self.allocated.add(t.resreq)
 
-    def delete_task(self, t: TaskInfo) -> None:
-        cur = self.tasks.pop(t.uid, None)
-        if cur is None:
-            return
-        self.total_request.sub(cur.resreq)
-        if cur.status & ALLOCATED_STATUS:
-            self.allocated.sub(cur.resreq)
-        bucket = self.index.get(cur.status)
-        if bucket is not None:
-            bucket.pop(cur.uid, None)
-            if not bucket:
-                del self.index[cur.status]
-
     def update_task_status(self, t: TaskInfo, status: int) -> None:
         """UpdateTaskStatus (delete + add): only the status index moves, and `allocated` when
         the task enters or leaves an allocated status; total_request is unchanged."""
@@ -273,13 +260,6 @@ class JobInfo:
         if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet(self._roles(ALLOCATED_STATUS | SUCCEEDED | PIPELINED, True))
-
-    def check_task_starving(self) -> bool:
-        if self.min_available < self.task_min_available_total:
-            return True
-        if not self.task_min_available:
-            return False
-        return not self._roles_meet(self._roles(ALLOCATED_STATUS | SUCCEEDED | PIPELINED, False))
 
     def fit_failed_roles(self) -> set[str]:
         return {self.tasks[u].role for u in self.fit_errors if u in self.tasks}

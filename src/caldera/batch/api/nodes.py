@@ -103,11 +103,6 @@ class BatchNodes:
         # LessEqual(l, r) with Volcano's tolerance is exactly l < r + 0.1, i.e. r > l - 0.1
         t.fit = tuple((int(j), float(v) - MIN_RESOURCE) for j, v in zip(t.dims, t.vec))
 
-    def _row(self, t: TaskInfo) -> np.ndarray:
-        row = np.zeros(len(self.dim_names))
-        row[t.dims] = t.vec
-        return row
-
     def add_task(self, i: int, t: TaskInfo) -> None:
         """NodeInfo.AddTask: account the task by its current status."""
         ni = self.infos[i]

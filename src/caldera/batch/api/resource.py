@@ -9,8 +9,6 @@ columns (see nodes.py) so that the two can never disagree.
 """
 from __future__ import annotations
 
-import math
-
 from ...api.resourcenames import is_scalar
 
 MIN_RESOURCE = 0.1
@@ -94,9 +92,6 @@ class Resource:
             return False
         return all(v < MIN_RESOURCE for n, v in self.scalars.items() if n not in IGNORED_SCALARS)
 
-    def is_zero(self, name: str) -> bool:
-        return self.get(name) < MIN_RESOURCE
-
     # arithmetic (in place, returning self, as Volcano's) -----------------------------------
     def add(self, o: Resource) -> Resource:
         self.cpu += o.cpu
@@ -122,13 +117,6 @@ class Resource:
         for n in self.scalars:
             self.scalars[n] *= ratio
         return self
-
-    def set_max(self, o: Resource) -> None:
-        self.cpu = max(self.cpu, o.cpu)
-        self.memory = max(self.memory, o.memory)
-        for n, v in o.scalars.items():
-            if n not in self.scalars or v > self.scalars[n]:
-                self.scalars[n] = v
 
     def min_dimension(self, o: Resource, default: int) -> Resource:
         """MinDimensionResource: each dimension of self capped by o's."""
@@ -223,23 +211,6 @@ class Resource:
                 return True
         return False
 
-    def equal(self, o: Resource, default: int = ZERO) -> bool:
-        def eq(a, b):
-            return a == b or abs(a - b) < MIN_RESOURCE
-        if not eq(self.cpu, o.cpu) or not eq(self.memory, o.memory):
-            return False
-        for n, v in self.scalars.items():
-            if n in o.scalars:
-                if not eq(v, o.scalars[n]):
-                    return False
-            elif default == ZERO and not eq(v, 0.0):
-                return False
-        if default == ZERO:
-            for n, v in o.scalars.items():
-                if n not in self.scalars and not eq(v, 0.0):
-                    return False
-        return True
-
     def diff(self, o: Resource, default: int = ZERO) -> tuple[Resource, Resource]:
         """(increased, decreased): per dimension, how much self exceeds o and falls short of it.
         A scalar one side lacks takes `default` (0, or -1 meaning infinite, passed through)."""
@@ -332,16 +303,6 @@ class Resource:
                 return True
         return False
 
-    def fit_delta(self, o: Resource) -> Resource:
-        if o.cpu > 0:
-            self.cpu -= o.cpu + MIN_RESOURCE
-        if o.memory > 0:
-            self.memory -= o.memory + MIN_RESOURCE
-        for n, v in o.scalars.items():
-            if v > 0:
-                self.scalars[n] = self.scalars.get(n, 0.0) - (v + MIN_RESOURCE)
-        return self
-
     def __repr__(self) -> str:
         parts = [f"cpu {self.cpu:.2f}", f"memory {self.memory:.2f}"]
         parts += [f"{n} {v:.2f}" for n, v in sorted(self.scalars.items())]
@@ -356,10 +317,6 @@ def exceeded_part(left: Resource | None, right: Resource | None) -> Resource:
     if left is None:
         return Resource()
     return left.diff(right, ZERO)[0]
-
-
-def is_finite(v: float) -> bool:
-    return v < MAXF and not math.isinf(v)
 
 
 def intersection(r1: Resource, r2: Resource) -> list[str]:

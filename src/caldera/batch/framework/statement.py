@@ -27,9 +27,6 @@ class Statement:
     def __len__(self):
         return len(self.ops)
 
-    def has_evictions(self) -> bool:
-        return any(op == EVICT for op, _, _ in self.ops)
-
     # operations ---------------------------------------------------------------------------
     def evict(self, task: TaskInfo, reason: str) -> None:
         ssn = self.ssn

@@ -24,7 +24,7 @@ class FaultProxy:
     ("mutating" | "all"), path_pattern, retry_after_seconds, seed).
 
     start() / stop() (or `with`), url, address, configure(**faults) while running, stats,
-    injections, reset_stats(), write_kubeconfig(path, token)."""
+    injections, write_kubeconfig(path, token)."""
 
     def __init__(self, upstream_url: str, *, ca_file: str | None = None, insecure: bool = False,
                  client_cert: str | None = None, client_key: str | None = None,
@@ -129,11 +129,6 @@ class FaultProxy:
     def stats(self) -> dict:
         with self._lock:
             return dict(self._stats)
-
-    def reset_stats(self) -> None:
-        with self._lock:
-            self._stats.clear()
-            self.injections.clear()
 
     def count(self, key: str, method: str = "", path: str = "") -> None:
         with self._lock:
