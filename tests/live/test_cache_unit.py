@@ -163,3 +163,31 @@ def test_extension_point_and_plugin_metrics_are_recorded():
     assert ('scheduler_plugin_execution_duration_seconds_count'
             '{extension_point="Filter",plugin="NodeResourcesFit",status="Success"}') in text
     assert 'extension_point="Bind"' in text
+
+
+def test_loop_queue_takes_the_config_backoffs_and_every_profiles_hints():
+    from caldera.config.types import Profile
+    from caldera.live.loop import KubeLoop
+
+    reg = build_registry()
+    cfg = default_config(reg)
+    cfg.profiles[0].scheduler_name = "caldera"
+    cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds = 3.0, 40.0
+    # a second profile with NodePorts, which the first one does not run at any point
+    second = Profile(scheduler_name="other", plugins={k: list(v) for k, v in cfg.profiles[0].plugins.items()})
+    cfg.profiles[0].plugins = {k: [r for r in v if r.name != "NodePorts"] for k, v in cfg.profiles[0].plugins.items()}
+    assert any(r.name == "NodePorts" for r in second.plugins["filter"])
+    cfg.profiles.append(second)
+    cache = ClusterCache(["caldera", "other"])
+
+    class Binder:
+        in_flight: ClassVar[set] = set()
+
+        def __init__(self, **kw):
+            pass
+
+    loop = KubeLoop(cfg, cache, binder_factory=lambda **kw: Binder(**kw), status=None)
+    q = loop.queue
+    assert (q.initial_backoff, q.max_backoff) == (3.0, 40.0)
+    assert "NodePorts" not in loop.scheduler.default_framework.instances
+    assert q.hints.queues("NodePorts", "Pod/Delete")

@@ -105,10 +105,15 @@ class KubeLoop(_Loop):
                 instrument(fw, metrics)
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]
+        # queueing hints from every profile's plugins: a pod rejected by a plugin only a later
+        # profile enables must still be moved by the events that plugin registers
+        plugins = [p for fw in self.scheduler.frameworks.values() for p in fw.instances.values()]
         self.queue = SchedulingQueue(fw0.less, clock=time.monotonic,
                                      pre_enqueue=lambda p: self.scheduler.framework_for(p).run_pre_enqueue(p),
+                                     initial_backoff=config.pod_initial_backoff_seconds,
+                                     max_backoff=config.pod_max_backoff_seconds,
                                      sort_key=getattr(sort_plugin, "sort_key", None),
-                                     hints=hints_from_plugins(fw0.instances.values()))
+                                     hints=hints_from_plugins(plugins))
         cache.queue = self.queue
         self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
         self._current = None
