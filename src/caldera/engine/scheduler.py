@@ -17,7 +17,7 @@ import numpy as np
 from ..config.types import SchedulerConfig
 from ..errors import ConfigError
 from ..framework.interface import CycleState
-from ..framework.runtime import Diagnosis, Framework, ScoreError, distinct
+from ..framework.runtime import Diagnosis, Framework, ScoreError
 from ..framework.status import Code, Status
 from ..state.nodetable import NodeTable
 from .handle import Handle
@@ -218,8 +218,8 @@ class Scheduler:
 
         need_status = alive.size == 0 or explain is not None
         if need_status:
-            diag.node_status = fwk.statuses(state, pod, table, rejections)
-            for st, _ in distinct(diag.node_status.values()):
+            diag.node_status, diag.groups = fwk.grouped_statuses(state, pod, table, rejections)
+            for st, _ in diag.groups:
                 diag.add_plugin_status(st)
             if explain is not None:
                 explain_filtered(explain, table, diag, names)

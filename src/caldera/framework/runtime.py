@@ -71,6 +71,14 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     prefilter_msg: str = ""
     postfilter_msg: str = ""
+    # the distinct Status objects of node_status with their node counts, when whoever filled
+    # node_status also grouped it (None: computed from node_status when needed)
+    groups: list[tuple[Status, int]] | None = None
+
+    def distinct_statuses(self) -> list[tuple[Status, int]]:
+        if self.groups is None:
+            self.groups = distinct(self.node_status.values())
+        return self.groups
 
     def status_of(self, i: int) -> Status | None:
         return self.node_status.get(i, self.absent_status)
@@ -86,7 +94,7 @@ class Diagnosis:
             msg += f" {self.prefilter_msg}."
         else:
             counts: dict[str, int] = {}
-            for s, times in distinct(self.node_status.values()):
+            for s, times in self.distinct_statuses():
                 for r in s.reasons:
                     counts[r] = counts.get(r, 0) + times
             absent = self.num_all_nodes - len(self.node_status)
@@ -259,22 +267,43 @@ class Framework:
 
     def statuses(self, state: CycleState, pod: Pod, table: NodeTable, rejections: list[Rejection]
                  ) -> dict[int, Status]:
+        return self.grouped_statuses(state, pod, table, rejections)[0]
+
+    def grouped_statuses(self, state: CycleState, pod: Pod, table: NodeTable, rejections: list[Rejection]
+                         ) -> tuple[dict[int, Status], list[tuple[Status, int]]]:
+        """({node row: Status} of the rejected nodes, the distinct Status objects among them with
+        their node counts): the grouping is done once here, where each plugin's statuses are
+        grouped anyway to be annotated with its name (rejections never share a node)."""
         out: dict[int, Status] = {}
+        groups: list[tuple[Status, int]] = []
         for rej in rejections:
             if rej.statuses is not None:
                 out.update(rej.statuses)
+                groups += distinct(rej.statuses.values())
                 continue
             fs = getattr(rej.plugin, "filter_statuses", None)
             if fs is not None:
                 sts = fs(state, pod, table, rej.idx)
-                for s, _ in distinct(sts):
+                mine = distinct(sts)
+                for s, _ in mine:
                     s.with_plugin(rej.plugin.name)
+                groups += mine
                 out.update(zip(rej.idx.tolist(), sts))
             else:
                 vec = self._vectorised[rej.plugin.name]     # per-node rejections carry statuses
                 for i in rej.idx.tolist():
                     out[i] = vec.filter_status(state, pod, table, i).with_plugin(rej.plugin.name)
-        return out
+                groups += distinct(out[i] for i in rej.idx.tolist())
+        if len(rejections) > 1:          # one object might serve two plugins' nodes: merge by identity
+            merged: dict[int, list[Any]] = {}
+            for s, k in groups:
+                e = merged.get(id(s))
+                if e is None:
+                    merged[id(s)] = [s, k]
+                else:
+                    e[1] += k
+            groups = [(s, k) for s, k in merged.values()]
+        return out, groups
 
     def filter_one(self, state: CycleState, pod: Pod, table: NodeTable, i: int) -> Status:
         """Run all filters on node i (reference path, used by preemption and explain)."""

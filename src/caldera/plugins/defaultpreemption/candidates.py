@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...framework.runtime import Diagnosis
+from ...framework.runtime import Diagnosis, distinct
 from ...framework.status import Code, Status
 from .fast import Lazy
 from .victims import NO_VICTIMS_MSG
@@ -41,9 +41,13 @@ def potential_nodes(diagnosis: Diagnosis, n: int) -> list[int]:
         return [i for i in range(n) if (statuses[i].code if i in statuses else absent_code) == Code.UNSCHEDULABLE]
     # nodes often share Status objects: decide per distinct object, then select rows with numpy
     sts = statuses.values()
-    good = [k for k, s in dict(zip(map(id, sts), sts)).items() if s.code == Code.UNSCHEDULABLE]
+    groups = diagnosis.groups if diagnosis.groups is not None else distinct(sts)
+    good = [id(s) for s, _ in groups if s.code == Code.UNSCHEDULABLE]
     if not good:
         return []
+    if len(good) == len(groups):            # every rejected node: no need to look per node
+        rows = np.fromiter(statuses.keys(), dtype=np.int64, count=len(statuses))
+        return np.sort(rows[(rows >= 0) & (rows < n)]).tolist()
     m = len(statuses)
     rows = np.fromiter(statuses.keys(), dtype=np.int64, count=m)
     ok = np.isin(np.fromiter(map(id, sts), dtype=np.int64, count=m), good) & (rows >= 0) & (rows < n)
@@ -125,6 +129,10 @@ def fit_error_message(num_all_nodes: int, statuses: dict[int, Status]) -> str:
     'Preemption is not helpful for scheduling'."""
     d = Diagnosis(num_all_nodes=num_all_nodes, node_status=statuses,
                   absent_status=Status.unresolvable(NOT_HELPFUL_MSG))
+    if statuses:       # often one object for every node (no victims anywhere): count it at once
+        first = next(iter(statuses.values()))
+        if all(s is first for s in statuses.values()):
+            d.groups = [(first, len(statuses))]
     return d.message()
 
 
