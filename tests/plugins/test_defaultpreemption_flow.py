@@ -4,13 +4,15 @@ parsing and loading, nominated pods, and the FailedScheduling messages."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from caldera.api.loader import load_cluster
 from caldera.config.defaults import default_config
 from caldera.engine.oneshot import run_pass
 from caldera.errors import ConfigError, InputError
 from caldera.framework.interface import CycleState
-from caldera.framework.runtime import Diagnosis
+from caldera.framework.runtime import Diagnosis, distinct
 from caldera.framework.status import Code, Status
 from caldera.plugins.defaultpreemption.candidates import Candidate, potential_nodes
 from caldera.plugins.defaultpreemption.pick import pick_one_node_for_preemption
@@ -408,3 +410,19 @@ def test_no_lower_priority_pod_anywhere_matches_the_dry_run(seed):
     quick, ref = run(None), run(_ReferencePreemption)
     assert quick == ref
     assert "No preemption victims found for incoming pod" in quick[0] and not quick[1]
+
+
+@given(st.lists(st.sampled_from(["u1", "u2", "uu1", "uu2", None]), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_potential_nodes_from_grouped_statuses_equal_per_node(codes):
+    """The Diagnosis groups a cycle leaves (Framework.grouped_statuses) give the same potential
+    nodes and message as looking at every node's status."""
+    shared = {"u1": U("Insufficient cpu"), "u2": U("Too many pods"), "uu1": UU("node(s) had untolerated taint"),
+              "uu2": UU("node(s) didn't match Pod's node affinity/selector")}
+    statuses = {i: shared[c] for i, c in enumerate(codes) if c is not None}
+    n = len(codes)
+    plain = Diagnosis(num_all_nodes=n, node_status=dict(statuses))
+    grouped = Diagnosis(num_all_nodes=n, node_status=dict(statuses))
+    grouped.groups = distinct(list(statuses.values()))
+    assert potential_nodes(grouped, n) == potential_nodes(plain, n)
+    assert grouped.message() == plain.message()
