@@ -284,7 +284,7 @@ class Framework:
             fs = getattr(rej.plugin, "filter_statuses", None)
             if fs is not None:
                 sts = fs(state, pod, table, rej.idx)
-                mine = distinct(sts)
+                mine = getattr(sts, "groups", None) or distinct(sts)
                 for s, _ in mine:
                     s.with_plugin(rej.plugin.name)
                 groups += mine

@@ -72,6 +72,14 @@ class Status:
     # Status is mutable and unhashable: defining __eq__ without __hash__ sets __hash__ to None
 
 
+class StatusList(list[Status]):
+    """What a plugin's filter_statuses may return when it knows which nodes share a Status
+    object: the per-node list, plus `groups`, each distinct object with its node count (the
+    runtime then need not group every node again)."""
+
+    groups: list[tuple[Status, int]]
+
+
 _SKIP = Status(Code.SKIP)   # shared: Skip carries no reasons, so it is never annotated
 
 

@@ -17,7 +17,7 @@ from ...api.resourcenames import is_extended, is_scalar
 from ...api.validation import qualified_name_errors
 from ...errors import ConfigError
 from ...framework.interface import Plugin
-from ...framework.status import Status
+from ...framework.status import Status, StatusList
 from ...state.nodetable import CPU, EPH, MEM, PODS
 from .common import allocation_matrices, parse_resources
 from .strategies import RequestedToCapacityRatio, least_allocated, most_allocated, validate_shape
@@ -178,7 +178,9 @@ class NodeResourcesFit(Plugin):
                 made.append(Status())
             else:
                 made.append(Status.unresolvable(*reasons) if u & 1 else Status.unschedulable(*reasons))
-        return [made[j] for j in inv.tolist()]
+        out = StatusList(map(made.__getitem__, inv.tolist()))
+        out.groups = list(zip(made, np.bincount(inv, minlength=len(made)).tolist()))
+        return out
 
     @staticmethod
     def insufficient_status(cols, vals, table, i) -> Status:
