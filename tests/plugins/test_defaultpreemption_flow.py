@@ -14,7 +14,7 @@ from caldera.errors import ConfigError, InputError
 from caldera.framework.interface import CycleState
 from caldera.framework.runtime import Diagnosis, distinct
 from caldera.framework.status import Code, Status
-from caldera.plugins.defaultpreemption.candidates import Candidate, potential_nodes
+from caldera.plugins.defaultpreemption.candidates import Candidate, count_potential_nodes, potential_nodes
 from caldera.plugins.defaultpreemption.pick import pick_one_node_for_preemption
 from caldera.plugins.defaultpreemption.plugin import DefaultPreemption
 from caldera.plugins.registry import build_registry
@@ -425,4 +425,5 @@ def test_potential_nodes_from_grouped_statuses_equal_per_node(codes):
     grouped = Diagnosis(num_all_nodes=n, node_status=dict(statuses))
     grouped.groups = distinct(list(statuses.values()))
     assert potential_nodes(grouped, n) == potential_nodes(plain, n)
+    assert count_potential_nodes(grouped, n) == count_potential_nodes(plain, n) == len(potential_nodes(plain, n))
     assert grouped.message() == plain.message()

@@ -54,6 +54,21 @@ def potential_nodes(diagnosis: Diagnosis, n: int) -> list[int]:
     return np.sort(rows[ok]).tolist()
 
 
+def count_potential_nodes(diagnosis: Diagnosis, n: int) -> int:
+    """len(potential_nodes(diagnosis, n)), from the Diagnosis's groups when it has them."""
+    absent = diagnosis.absent_status
+    if diagnosis.groups is None or (absent is not None and absent.code == Code.UNSCHEDULABLE):
+        return len(potential_nodes(diagnosis, n))
+    return sum(k for s, k in diagnosis.groups if s.code == Code.UNSCHEDULABLE)
+
+
+def no_victims_message(num_all_nodes: int, potential: int) -> str:
+    """fit_error_message when each of `potential` nodes said NO_VICTIMS_MSG and no other was tried."""
+    counts = {NO_VICTIMS_MSG: potential, NOT_HELPFUL_MSG: num_all_nodes - potential}
+    reasons = sorted(f"{v} {r}" for r, v in counts.items() if v > 0)
+    return f"0/{num_all_nodes} nodes are available:" + (" " + ", ".join(reasons) + "." if reasons else "")
+
+
 def dry_run_preemption(plugin, pod, nodes: list[int], pdbs, offset: int, num_candidates: int, fast=None):
     """Returns (candidates: non-violating first, then violating; {node row: Status} of the nodes
     that are no candidate; [error Status]). `fast` (fast.ResourceOnlyPath) replaces the

@@ -18,10 +18,17 @@ from typing import TYPE_CHECKING
 from ...errors import ConfigError
 from ...framework.interface import Plugin, PostFilterResult
 from ...framework.status import Code, Status
-from .candidates import aggregate_message, dry_run_preemption, fit_error_message, potential_nodes
+from .candidates import (
+    aggregate_message,
+    count_potential_nodes,
+    dry_run_preemption,
+    fit_error_message,
+    no_victims_message,
+    potential_nodes,
+)
 from .fast import build as build_fast_path
 from .pick import select_candidate
-from .victims import NO_VICTIMS_MSG, importance_key, select_victims_on_node
+from .victims import importance_key, select_victims_on_node
 
 if TYPE_CHECKING:
     from ...framework.protocols import PreemptionHandle
@@ -161,6 +168,14 @@ class DefaultPreemption(Plugin):
         n = len(table)
         if n == 0:
             return None, Status.error("no nodes available")
+        if self._no_victims_anywhere(pod):
+            # every potential node's dry run would end at once with "No preemption victims found
+            # for incoming pod" (SelectVictimsOnNode): count them, draw the dry run's offset
+            k = count_potential_nodes(diagnosis, n)
+            if k:
+                self.get_offset_and_num_candidates(k)
+            self._clear_nomination(pod)
+            return None, Status.unschedulable(no_victims_message(n, k))
         candidates, statuses, errors = self.find_candidates(pod, diagnosis)
         if errors and not candidates:
             return None, Status.error(aggregate_message(errors))
@@ -183,17 +198,17 @@ class DefaultPreemption(Plugin):
         if not nodes:
             return [], {}, []
         offset, num = self.get_offset_and_num_candidates(len(nodes))
-        low = table.lowest_priority()
-        if (low is None or low >= pod.priority) and self._default_victim_rules():
-            # no pod anywhere has a lower priority: every node's dry run would end at once with
-            # "No preemption victims found for incoming pod" (SelectVictimsOnNode)
-            none = Status.unresolvable(NO_VICTIMS_MSG)
-            return [], dict.fromkeys(nodes, none), []
         fast = None
         if self.use_fast_path and "select_victims_on_node" not in vars(self) and \
                 type(self).select_victims_on_node is DefaultPreemption.select_victims_on_node:
             fast = build_fast_path(self, pod, nodes)
         return dry_run_preemption(self, pod, nodes, self.handle.pdbs or [], offset, num, fast)
+
+    def _no_victims_anywhere(self, pod) -> bool:
+        """No pod on any node has a lower priority than `pod`, and victims are exactly the
+        lower-priority pods."""
+        low = self.handle.table.lowest_priority()
+        return (low is None or low >= pod.priority) and self._default_victim_rules()
 
     def _default_victim_rules(self) -> bool:
         """Victims are exactly the lower-priority pods (no customisation point overridden)."""
