@@ -20,6 +20,8 @@ from caldera.sim.summary import summarize
 from caldera.sim.traces import read_cluster, read_workload
 from caldera.sim.volcano import VolcanoSim
 
+from ..builders import pod_dict
+
 CALDERA = str(Path(sys.executable).parent / "caldera")
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "scenarios" / "simulate"
 
@@ -37,17 +39,10 @@ def pod(name, cpu, arrival, duration=None, *, priority=None, grace=None, group=N
         ann["simulation.caldera/duration"] = str(duration)
     if group:
         ann["scheduling.k8s.io/group-name"] = group
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}}}]}
-    if priority is not None:
-        spec["priority"] = priority
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    if sched:
-        spec["schedulerName"] = sched
-    if never:
-        spec["preemptionPolicy"] = "Never"
-    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t",
-                                                                       "annotations": ann}, "spec": spec})
+    d = pod_dict(name, "t", cpu=str(cpu), memory="1Gi", priority=priority, annotations=ann, scheduler_name=sched,
+                 preemption_policy="Never" if never else None,
+                 spec={"terminationGracePeriodSeconds": grace} if grace is not None else None)
+    return json.dumps(d)
 
 
 def files(tmp_path, nodes: str, pods: list[str]):
