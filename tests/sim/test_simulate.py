@@ -217,3 +217,17 @@ def test_readme_example_comparison(tmp_path):
     assert least["alloc_ratio"]["cpu"] == most["alloc_ratio"]["cpu"] == 0.437577
     for png in ("pending.png", "wait_cdf.png", "allocation.png", "report.html"):
         assert (out / png).exists()
+
+
+def test_removed_node_resubmits_its_pods(tmp_path):
+    # n1 and n2 have 2 CPU. a (2 CPU, 100 s) starts on one of them at 0; b (2 CPU, 100 s) on the
+    # other. n1 leaves at 10 (the trace's remove event): its pod is resubmitted at 10, counted as an
+    # eviction, and stays pending (outcome "pending", not "running") until b ends at 100 and frees n2.
+    nodes = NODE.format(name="n1", cpu=2) + "---\n" + NODE.format(name="n2", cpu=2)
+    gone = json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "n1", "annotations": {"simulation.caldera/remove": "10"}}})
+    recs, _ = kube_run(tmp_path, nodes, [pod("a", 2, 0, 100), pod("b", 2, 0, 100), gone], until=50)
+    lost = next(x for x in recs.values() if x.evictions)
+    kept = next(x for x in recs.values() if not x.evictions)
+    assert (lost.evictions, lost.outcome, lost.start) == (1, "pending", 0)
+    assert (kept.node, kept.outcome) == ("n2", "running")

@@ -211,9 +211,12 @@ class Simulation:
         pod = self._off_node(key)
         self.cluster_event("Pod/Delete", pod, None)
         if key in self.simpods:
-            rec = self.records[key]
-            rec.outcome = "pending"
-            self._arrive(key)
+            self._resubmit(key)
+
+    def _resubmit(self, key: str) -> None:
+        """A workload pod that lost its node comes back as a new attempt, pending until it binds."""
+        self.records[key].outcome = "pending"
+        self._arrive(key)
 
     def _off_node(self, key: str) -> Pod:
         pod = self.live.pop(key)
@@ -245,13 +248,16 @@ class Simulation:
         old = table.nodes[i]
         if ne.action == "remove":
             for key in list(table.pods[i]):       # its pods are lost: resubmitted, counted as evictions
-                if key in self.simpods and key in self.live:
-                    self.run_id[key] = self.run_id.get(key, 0) + 1
-                    self.records[key].evictions += 1
-                    self._off_node(key)
-                    self._arrive(key)
-                elif key in self.live:
-                    self._off_node(key)
+                pod = self.live.get(key)
+                if pod is None:
+                    continue
+                if key in self.simpods:
+                    self.run_id[key] = self.run_id.get(key, 0) + 1   # no completion or release follows
+                    if not pod.terminating:          # an evicted pod was counted when evicted
+                        self.records[key].evictions += 1
+                self._off_node(key)
+                if key in self.simpods:
+                    self._resubmit(key)
             table.remove_node(ne.name)
             self.cluster_event("Node/Delete", old, None)
         else:
