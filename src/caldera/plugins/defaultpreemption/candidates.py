@@ -144,10 +144,6 @@ def fit_error_message(num_all_nodes: int, statuses: dict[int, Status]) -> str:
     'Preemption is not helpful for scheduling'."""
     d = Diagnosis(num_all_nodes=num_all_nodes, node_status=statuses,
                   absent_status=Status.unresolvable(NOT_HELPFUL_MSG))
-    if statuses:       # often one object for every node (no victims anywhere): count it at once
-        first = next(iter(statuses.values()))
-        if all(s is first for s in statuses.values()):
-            d.groups = [(first, len(statuses))]
     return d.message()
 
 
