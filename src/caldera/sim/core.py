@@ -256,6 +256,7 @@ class Simulation:
                     if not pod.terminating:          # an evicted pod was counted when evicted
                         self.records[key].evictions += 1
                 self._off_node(key)
+                self.cluster_event("Pod/Delete", pod, None)   # as the pod garbage collector deletes it
                 if key in self.simpods:
                     self._resubmit(key)
             table.remove_node(ne.name)
