@@ -231,3 +231,13 @@ def test_removed_node_resubmits_its_pods(tmp_path):
     kept = next(x for x in recs.values() if not x.evictions)
     assert (lost.evictions, lost.outcome, lost.start) == (1, "pending", 0)
     assert (kept.node, kept.outcome) == ("n2", "running")
+
+
+def test_volcano_pods_are_scheduled_by_a_kube_configuration(tmp_path):
+    # docs/simulate.md: a pod with schedulerName volcano (or default-scheduler, or none) goes to the
+    # configuration under test, so one trace serves a kube and a Volcano run alike
+    recs, r = kube_run(tmp_path, NODE.format(name="n1", cpu=2), [pod("v", 1, 0, 5, sched="volcano"),
+                                                                pod("x", 1, 0, 5, sched="other")])
+    assert (recs["t/v"].start, recs["t/v"].end) == (0, 5)
+    assert recs["t/x"].outcome == "pending"
+    assert any("'other'" in w for w in r.warnings)

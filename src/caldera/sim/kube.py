@@ -12,7 +12,7 @@ from ..config.types import SchedulerConfig
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins, node_update_events
 from .core import Simulation
-from .model import Workload
+from .model import RETARGETED_SCHEDULERS, Workload
 
 
 class KubeSim(Simulation):
@@ -34,6 +34,8 @@ class KubeSim(Simulation):
         self._foreign: set[str] = set()
 
     def submit(self, pod: Pod) -> None:
+        if pod.scheduler_name not in self.profiles and pod.scheduler_name in RETARGETED_SCHEDULERS:
+            pod.scheduler_name = self.scheduler.default_framework.profile_name
         if pod.scheduler_name not in self.profiles:
             if pod.scheduler_name not in self._foreign:
                 self._foreign.add(pod.scheduler_name)

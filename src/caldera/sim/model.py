@@ -8,11 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.loader import Cluster
-from ..api.objects import Node, Pod, PriorityClass
+from ..api.objects import DEFAULT_SCHEDULER, Node, Pod, PriorityClass
+from ..batch.cache.snapshot import VOLCANO_SCHEDULER
 
 ARRIVAL_ANNOTATION = "simulation.caldera/arrival"
 DURATION_ANNOTATION = "simulation.caldera/duration"
 DEFAULT_GRACE_SECONDS = 30.0
+# schedulerNames a workload pod may carry and still be scheduled by the configuration under test
+# (kube's first profile, or Volcano), so one trace serves every configuration compared
+RETARGETED_SCHEDULERS = ("", DEFAULT_SCHEDULER, VOLCANO_SCHEDULER)
 
 
 @dataclass
@@ -85,5 +89,5 @@ class SimResult:
     warnings: list[str] = field(default_factory=list)
 
 
-__all__ = ["ARRIVAL_ANNOTATION", "DEFAULT_GRACE_SECONDS", "DURATION_ANNOTATION", "Cluster", "NodeEvent",
-           "PodRecord", "SimPod", "SimResult", "Workload"]
+__all__ = ["ARRIVAL_ANNOTATION", "DEFAULT_GRACE_SECONDS", "DURATION_ANNOTATION", "RETARGETED_SCHEDULERS", "Cluster",
+           "NodeEvent", "PodRecord", "SimPod", "SimResult", "Workload"]

@@ -23,9 +23,7 @@ from ..batch.cache.snapshot import VOLCANO_SCHEDULER
 from ..batch.conf import VolcanoConf
 from ..batch.runner import run_session
 from .core import Simulation
-from .model import ARRIVAL_ANNOTATION, Workload
-
-RETARGETED = ("", "default-scheduler", VOLCANO_SCHEDULER)
+from .model import ARRIVAL_ANNOTATION, RETARGETED_SCHEDULERS, Workload
 
 
 class VolcanoSim(Simulation):
@@ -86,7 +84,7 @@ class VolcanoSim(Simulation):
 
     # ---- the scheduler ---------------------------------------------------------------------
     def submit(self, pod: Pod) -> None:
-        if pod.scheduler_name in RETARGETED:
+        if pod.scheduler_name in RETARGETED_SCHEDULERS:
             pod.scheduler_name = VOLCANO_SCHEDULER
         self.dirty = True
 
