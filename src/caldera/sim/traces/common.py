@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...api.loader import MANIFEST_SUFFIXES
+from ...api.reader import MANIFEST_SUFFIXES
 from ...errors import InputError
 
 TRACE_SUFFIXES = (*MANIFEST_SUFFIXES, ".csv")

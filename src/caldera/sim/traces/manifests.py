@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...api.loader import read_documents
 from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, read_meta
+from ...api.reader import read_documents
 from ...batch.api.objects import PodGroup, Queue
 from ...batch.controller.vcjob import expand_job
 from ...errors import InputError
