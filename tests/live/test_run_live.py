@@ -77,7 +77,7 @@ def test_preemption_evicts_lower_priority_and_nominates(api, tmp_path):
     nodes = [f"preempt-{t}-0"]
     create_node(api, nodes[0], cpu="2")
     try:
-        with live_scheduler(api, kube_profile(tmp_path, sched)):
+        with live_scheduler(api, kube_profile(tmp_path, sched)) as app:
             # the victim has a grace period: with no kubelet it stays Terminating until we force it
             create_pod(api, ns, "low", sched, cpu="1500m", priority_class=f"low-{t}", grace=30)
             wait_until(lambda: get_pod(api, ns, "low")["spec"].get("nodeName") == nodes[0], what="low bound")
@@ -94,8 +94,41 @@ def test_preemption_evicts_lower_priority_and_nominates(api, tmp_path):
             api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/low", {"gracePeriodSeconds": 0})
             wait_until(lambda: get_pod(api, ns, "high")["spec"].get("nodeName") == nodes[0], timeout=30,
                        what="preemptor bound once the victim is gone")
+            assert_every_scheduler_family_moved(app)
     finally:
         delete_nodes(api, nodes)
+
+
+# Every scheduler_* family `caldera run` exports, with a sample that a run with binds, an
+# unschedulable attempt and a preemption must have moved off zero.
+MOVED = {
+    "scheduler_schedule_attempts_total": 'result="unschedulable"',
+    "scheduler_scheduling_attempt_duration_seconds_count": 'result="scheduled"',
+    "scheduler_scheduling_algorithm_duration_seconds_count": "",
+    "scheduler_preemption_attempts_total": "",
+    "scheduler_preemption_victims_count": "",
+    "scheduler_pod_scheduling_sli_duration_seconds_count": "",
+    "scheduler_pod_scheduling_attempts_count": "",
+    "scheduler_framework_extension_point_duration_seconds_count": 'extension_point="Filter"',
+    "scheduler_queue_incoming_pods_total": 'queue="active"',
+    "scheduler_scheduler_cache_size": 'type="nodes"',
+    "scheduler_plugin_evaluation_total": 'extension_point="Filter"',
+}
+
+
+def assert_every_scheduler_family_moved(app):
+    import urllib.request
+    text = urllib.request.urlopen(app.server.url + "/metrics").read().decode()
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE scheduler_")}
+    # gauges that are back to zero once everything is bound, and the sampled plugin durations,
+    # are checked by tests/live/test_loop_metrics_unit.py
+    assert families - {"scheduler_pending_pods", "scheduler_unschedulable_pods",
+                       "scheduler_plugin_execution_duration_seconds"} \
+        <= {name.removesuffix("_count").removesuffix("_total") for name in MOVED} | set(MOVED), families
+    for name, label in MOVED.items():
+        values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith(name) and label in line and not line.startswith("#")]
+        assert values and max(values) > 0, f"{name}{{{label}}} did not move: {values}"
 
 
 def test_metrics_health_and_ready_endpoints(api, tmp_path):

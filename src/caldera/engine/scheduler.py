@@ -105,6 +105,7 @@ class Attempt:
     explain: dict | None = None
     evaluated: int = 0
     feasible: int = 0
+    post_filtered: bool = False          # the PostFilter plugins ran (preemption was attempted)
 
     @property
     def scheduled(self) -> bool:
@@ -131,6 +132,7 @@ class Scheduler:
         self.next_start = 0
         self._evictions: list | None = None
         self.on_evict: Callable | None = None
+        self.on_selected: Callable | None = None     # (pod, node): a node was chosen, before assume
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             if prof.scheduler_name in self.frameworks:
@@ -312,6 +314,7 @@ class Scheduler:
 
     def _fail(self, pod, fwk: Framework, state, diag: Diagnosis, att: Attempt) -> None:
         if fwk.points.get("postFilter"):
+            att.post_filtered = True
             result, s = fwk.run_post_filter(state, pod, diag)
             diag.postfilter_msg = s.message()
             if result is not None and result.nominated_node:
@@ -323,6 +326,8 @@ class Scheduler:
     def _assume_and_bind(self, pod, fwk: Framework, state, i: int, att: Attempt) -> None:
         table = self.table
         node = table.nodes[i].name
+        if self.on_selected is not None:
+            self.on_selected(pod, node)
         table.add_pod(pod, i)
         s = fwk.run_reserve(state, pod, node)
         if s.is_success():

@@ -4,7 +4,10 @@
 The engine itself carries no timing code: `instrument(framework, metrics)` wraps the framework's
 run_* methods and the plugins' extension-point methods on those instances only, so `caldera
 schedule` and the benchmarks pay nothing. As kube does, plugin durations are recorded for a
-sample of scheduling cycles (metrics.sample_plugins()); extension points for every cycle.
+sample of scheduling cycles (metrics.sample_plugins()); extension points for every cycle; and
+scheduler_plugin_evaluation_total on every call, as kube's instrumented plugins count it: PreFilter
+and PreScore once per pod unless the plugin returns Skip, Filter and Score once per node (a
+vectorised call over k nodes counts k).
 """
 from __future__ import annotations
 
@@ -16,9 +19,12 @@ from ..framework.status import Status
 EXTENSION_POINTS = {"run_pre_filter": "PreFilter", "run_filters": "Filter", "run_post_filter": "PostFilter",
                     "run_scores": "Score", "run_reserve": "Reserve", "run_permit": "Permit",
                     "run_pre_bind": "PreBind", "run_bind": "Bind", "run_post_bind": "PostBind"}
-PLUGIN_METHODS = {"pre_filter": "PreFilter", "filter": "Filter", "post_filter": "PostFilter",
-                  "pre_score": "PreScore", "score": "Score", "normalize_score": "NormalizeScore",
-                  "reserve": "Reserve", "permit": "Permit", "pre_bind": "PreBind", "bind": "Bind"}
+PLUGIN_METHODS = {"pre_filter": "PreFilter", "filter": "Filter", "filter_node": "Filter",
+                  "post_filter": "PostFilter", "pre_score": "PreScore", "score": "Score",
+                  "normalize_score": "NormalizeScore", "reserve": "Reserve", "permit": "Permit",
+                  "pre_bind": "PreBind", "bind": "Bind"}
+_PER_POD = {"pre_filter", "pre_score"}          # evaluated once per pod unless Skip
+_PER_NODE = {"filter", "score"}                 # vectorised: args (state, pod, table, rows)
 
 
 def _status_of(result):
@@ -67,13 +73,26 @@ def instrument(fw, metrics) -> None:
             if own is None or own is base:
                 continue
             orig = getattr(plugin, meth)
+            evaluated = None
+            if meth in _PER_POD or meth in _PER_NODE or meth == "filter_node":
+                evaluated = metrics.plugin_evaluation.labels(plugin=name, extension_point=ep, profile=profile)
 
             @functools.wraps(orig)
-            def timed_plugin(*a, __orig=orig, __ep=ep, __name=name, **k):
+            def timed_plugin(*a, __orig=orig, __ep=ep, __name=name, __meth=meth, __eval=evaluated, **k):
+                if __eval is not None and __meth in _PER_NODE:
+                    rows = a[3] if len(a) > 3 else k.get("idx")
+                    __eval.inc(getattr(rows, "size", 1))
+                elif __eval is not None and __meth == "filter_node":
+                    __eval.inc()
                 if not sampling.on:
-                    return __orig(*a, **k)
-                t = clock()
-                r = __orig(*a, **k)
-                metrics.plugin(__name, __ep, _status_of(r), clock() - t)
+                    r = __orig(*a, **k)
+                else:
+                    t = clock()
+                    r = __orig(*a, **k)
+                    metrics.plugin(__name, __ep, _status_of(r), clock() - t)
+                if __eval is not None and __meth in _PER_POD:
+                    s = _status_of(r)
+                    if s is None or not s.is_skip():
+                        __eval.inc()
                 return r
             setattr(plugin, meth, timed_plugin)

@@ -99,10 +99,14 @@ class KubeLoop(_Loop):
         super().__init__(cache, status, metrics, can_act)
         self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
         self.scheduler.on_evict = self._evicted
+        self._t0 = 0.0                              # start of the current cycle (perf_counter)
+        self._scheduled: dict[str, tuple[int, float | None]] = {}   # pod -> (attempts, first attempt) until bound
+        self._next_cache_metrics = 0.0
         if metrics is not None:
             from .instrument import instrument
             for fw in self.scheduler.frameworks.values():
                 instrument(fw, metrics)
+            self.scheduler.on_selected = self._selected
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]
         # queueing hints from every profile's plugins: a pod rejected by a plugin only a later
@@ -113,12 +117,13 @@ class KubeLoop(_Loop):
                                      initial_backoff=config.pod_initial_backoff_seconds,
                                      max_backoff=config.pod_max_backoff_seconds,
                                      sort_key=getattr(sort_plugin, "sort_key", None),
-                                     hints=hints_from_plugins(plugins))
+                                     hints=hints_from_plugins(plugins), recorder=metrics)
         cache.queue = self.queue
         self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
         self._current = None
         self.cycles = 0
         self.pending_writes: dict = {}
+        self.status_wait = 30.0     # s the next attempt of a pod waits for its last status write
 
     # ---- engine callbacks ---------------------------------------------------------------
     def _bind(self, pod, node: str) -> Status:
@@ -131,7 +136,20 @@ class KubeLoop(_Loop):
         node = victim.node_name
         self.write(self.status.preempt, victim, pre, node)
 
+    def _selected(self, pod, node: str) -> None:
+        """scheduler_scheduling_algorithm_duration_seconds: from the start of the cycle to the
+        choice of a node, before assume (kube observes it right after SchedulePod succeeds)."""
+        self.metrics.algorithm(time.perf_counter() - self._t0)
+
+    def _bound(self, pod, node: str) -> None:
+        super()._bound(pod, node)
+        info = self._scheduled.pop(pod.key, None)
+        if self.metrics is not None and info is not None:
+            attempts, first = info
+            self.metrics.pod_scheduled(attempts, time.monotonic() - first if first is not None else 0.0)
+
     def _requeue(self, pod) -> None:
+        self._scheduled.pop(pod.key, None)
         with self.cache.lock:
             cur = self.cache.pods.get(pod.key)
             if cur is not None and not cur.node_name and self.queue.where(pod.key) is None:
@@ -150,11 +168,21 @@ class KubeLoop(_Loop):
                 qpi = self.queue.pop()
                 if self.metrics is not None:
                     self.metrics.pending(self.queue.counts())
+                    self._cache_metrics()
             if qpi is None:
                 self.cache.changed.wait(0.05)
                 self.cache.changed.clear()
                 continue
             self.schedule(qpi)
+
+    def _cache_metrics(self) -> None:
+        """scheduler_scheduler_cache_size, refreshed at most once a second (kube: every
+        cleanAssumedPeriod, 1 s). Called under the cache lock."""
+        now = time.monotonic()
+        if now < self._next_cache_metrics:
+            return
+        self._next_cache_metrics = now + 1.0
+        self.metrics.cache(len(self.cache.table), len(self.cache.table.pod_node), len(self.cache.assumed))
 
     def schedule(self, qpi) -> None:
         pod = qpi.pod
@@ -164,16 +192,23 @@ class KubeLoop(_Loop):
         prev = self.pending_writes.pop(pod.key, None)
         if prev is not None:
             try:
-                prev.result(timeout=30)
+                prev.result(timeout=self.status_wait)
+            except TimeoutError:
+                self.cache.warn(f"pod {pod.key}: the status write of its last attempt did not finish in "
+                                f"{self.status_wait:g} s; scheduling it again anyway")
             except Exception:
-                pass
-        t0 = time.perf_counter()
+                pass        # a failed write was logged by _safe
+        t0 = self._t0 = time.perf_counter()
         with self.cache.lock:
             if pod.key not in self.cache.pods or self.cache.pods[pod.key].node_name:
                 self.queue.done(pod.key)
                 return
             self._current = pod
+            if self.metrics is not None:    # before the bind is handed over: it may finish first
+                self._scheduled[pod.key] = (qpi.attempts, qpi.initial_attempt)
             att = self.scheduler.schedule_one(pod)
+            if not att.scheduled:
+                self._scheduled.pop(pod.key, None)
             self._current = None
             self.cycles += 1
             if att.scheduled:
@@ -185,10 +220,17 @@ class KubeLoop(_Loop):
                 result = "error" if att.status.code == Code.ERROR else "unschedulable"
         if self.metrics is not None:
             self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
+            if att.post_filtered and "DefaultPreemption" in self._post_filters(att.profile):
+                self.metrics.preemption(len(att.evictions))
         if not att.scheduled:
             self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
             if len(self.pending_writes) > 4096:       # pods deleted before a retry: drop finished writes
                 self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
+
+
+    def _post_filters(self, profile: str) -> list[str]:
+        fw = self.scheduler.frameworks.get(profile)
+        return [p.name for p in fw.points.get("postFilter", [])] if fw is not None else []
 
 
 class BatchLoop(_Loop):

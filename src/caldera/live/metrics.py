@@ -193,7 +193,8 @@ class SchedulerMetrics:
     def pod_scheduled(self, attempts: int, sli_seconds: float) -> None:
         """A pod bound after `attempts` attempts, `sli_seconds` after it entered the queue."""
         self.pod_scheduling_attempts.observe(attempts)
-        self.pod_scheduling_sli_duration.labels(attempts=str(attempts)).observe(sli_seconds)
+        label = "15+" if attempts >= 15 else str(attempts)      # kube's getAttemptsLabel
+        self.pod_scheduling_sli_duration.labels(attempts=label).observe(sli_seconds)
 
     def queue_incoming(self, queue: str, event: str, n: int = 1) -> None:
         self.queue_incoming_pods.labels(queue=queue, event=event).inc(n)

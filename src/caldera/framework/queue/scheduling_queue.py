@@ -27,6 +27,12 @@ Semantics follow kube v1.33+ defaults:
   was an Error, else the number of unschedulable attempts; max_backoff=0 turns backoff off.
 Nominated pods are kept by engine/nominator.py, not here.
 
+Metrics: an optional `recorder` (live mode passes its SchedulerMetrics) is told what kube records
+from its queue: `queue_incoming(queue, event_label)` each time a pod enters activeQ, backoffQ or
+the unschedulable pool (scheduler_queue_incoming_pods_total), and `unschedulable(plugin, profile,
+delta)` when a pod is handed back rejected by plugins, gated by a PreEnqueue plugin (+1 per
+plugin) and when it is popped or deleted (-1) (scheduler_unschedulable_pods).
+
 Driver protocol: add()/update()/delete() for pending pods; pop() -> schedule -> done(key) when
 bound, or set qpi.unschedulable_plugins / pending_plugins (empty for an Error) and call
 add_unschedulable_if_not_present(qpi); report cluster changes with move_all_to_active_or_backoff()
@@ -40,7 +46,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from ...api.objects import Pod
 from ..interface import QueuedPodInfo
@@ -63,6 +70,29 @@ __all__ = [
 ]
 WINDOW = 1.0                                        # backoffQ ordering window (s)
 _NO_BACKOFF = -math.inf
+# kube's labels for the pod events the queue itself raises (framework/types.go: UnschedulablePod
+# is the resource of pending-pod events, AssignedPod that of bound-pod events)
+_EVENT_LABELS = {"UnscheduledPodAdd": "UnschedulablePodAdd", "UnscheduledPodUpdate": "UnschedulablePodUpdate"}
+
+
+class QueueRecorder(Protocol):
+    def queue_incoming(self, queue: str, event: str, n: int = 1) -> None: ...
+
+    def unschedulable(self, plugin: str, profile: str, delta: int) -> None: ...
+
+
+def event_label(event: str) -> str:
+    """The `event` label kube writes for a queue move: ClusterEvent.Label(), Resource + ActionType
+    ("Node/Add" -> "NodeAdd", "Pod/Delete" -> "AssignedPodDelete"), or the custom label."""
+    label = _EVENT_LABELS.get(event)
+    if label is not None:
+        return label
+    resource, sep, action = event.partition("/")
+    if not sep:
+        return event
+    if resource == "Pod":
+        resource = "AssignedPod"
+    return resource + action
 
 
 class SchedulingQueue(EventsMixin):
@@ -75,13 +105,14 @@ class SchedulingQueue(EventsMixin):
                  clock: Callable[[], float], pre_enqueue: Callable[[Pod], Status | None] | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0, max_in_unschedulable: float = 300.0,
                  hints: Hints = None, *, sort_key: KeyFn | None = None, queueing_hints: bool = True,
-                 pop_from_backoff: bool = True):
+                 pop_from_backoff: bool = True, recorder: QueueRecorder | None = None):
         for name, v in (("initial_backoff", initial_backoff), ("max_backoff", max_backoff),
                         ("max_in_unschedulable", max_in_unschedulable)):
             if v < 0:
                 raise ValueError(f"SchedulingQueue: {name} must be >= 0 seconds, got {v}")
         self.clock = clock
         self.pre_enqueue = pre_enqueue
+        self.recorder = recorder
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.max_in_unschedulable = float(max_in_unschedulable)
@@ -158,9 +189,13 @@ class SchedulingQueue(EventsMixin):
         deleted, so handing it back with add_unschedulable_if_not_present() drops it."""
         key = pod if isinstance(pod, str) else pod.key
         for heap in (self._active, self._backoff, self._error_backoff):
-            if heap.remove(key) is not None:
+            q = heap.remove(key)
+            if q is not None:
+                self._forget_reasons(q)
                 return True
-        if self._unsched.pop(key, None) is not None:
+        q = self._unsched.pop(key, None)
+        if q is not None:
+            self._forget_reasons(q)
             return True
         if key in self._in_flight:
             self._deleted_in_flight.add(key)
@@ -178,6 +213,7 @@ class SchedulingQueue(EventsMixin):
         if q.initial_attempt is None:
             q.initial_attempt = self.clock()
         self._cycle += 1
+        self._forget_reasons(q)
         q.unschedulable_plugins.clear()
         q.pending_plugins.clear()
         key = q.key
@@ -217,6 +253,7 @@ class SchedulingQueue(EventsMixin):
             if flying is not None and flying is not qpi:
                 qpi.pod = flying.pod        # the latest version of the pod
             rejected = bool(qpi.unschedulable_plugins or qpi.pending_plugins)
+            self._count_reasons(qpi, qpi.unschedulable_plugins | qpi.pending_plugins)
             if rejected:
                 qpi.unschedulable_count += 1
                 qpi.consecutive_errors_count = 0
@@ -229,7 +266,7 @@ class SchedulingQueue(EventsMixin):
                 if self._move_request_cycle >= cycle or not rejected:
                     self._move_to_backoff(qpi, "ScheduleAttemptFailure")
                 else:
-                    self._unsched[key] = qpi
+                    self._to_unschedulable(qpi, "ScheduleAttemptFailure")
             else:
                 self._requeue(qpi, self._hint_for_in_flight(qpi), "ScheduleAttemptFailure")
             return True
@@ -355,6 +392,8 @@ class SchedulingQueue(EventsMixin):
             return
         plugin = s.plugin or "PreEnqueue"
         q.gated, q.gating_plugin = True, plugin
+        if plugin not in q.unschedulable_plugins and plugin not in q.pending_plugins:
+            self._count_reasons(q, (plugin,))
         q.unschedulable_plugins.add(plugin)
 
     def _move_to_active(self, q: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
@@ -362,8 +401,9 @@ class SchedulingQueue(EventsMixin):
             self._run_pre_enqueue(q)
         key = q.key
         if q.gated:
-            if key not in self._active and key not in self._backoff and key not in self._error_backoff:
-                self._unsched.setdefault(key, q)
+            if key not in self._active and key not in self._backoff and key not in self._error_backoff \
+                    and key not in self._unsched:
+                self._to_unschedulable(q, event)
             return False
         if q.initial_attempt is None:
             q.initial_attempt = self.clock()
@@ -371,6 +411,8 @@ class SchedulingQueue(EventsMixin):
         self._backoff.remove(key)
         self._error_backoff.remove(key)
         self._active.push(q)
+        if self.recorder is not None:
+            self.recorder.queue_incoming("active", event_label(event))
         return True
 
     def _move_to_backoff(self, q: QueuedPodInfo, event: str) -> bool:
@@ -378,7 +420,8 @@ class SchedulingQueue(EventsMixin):
         if self.pop_from_backoff:
             self._run_pre_enqueue(q)
             if q.gated:
-                self._unsched.setdefault(key, q)
+                if key not in self._unsched:
+                    self._to_unschedulable(q, event)
                 return False
         self._unsched.pop(key, None)
         q.backoff_until = self.backoff_expiry(q)
@@ -388,12 +431,29 @@ class SchedulingQueue(EventsMixin):
         else:
             self._backoff.remove(key)
             self._error_backoff.push(q)
+        if self.recorder is not None:
+            self.recorder.queue_incoming("backoff", event_label(event))
         return True
+
+    def _to_unschedulable(self, q: QueuedPodInfo, event: str) -> None:
+        self._unsched[q.key] = q
+        if self.recorder is not None:
+            self.recorder.queue_incoming("unschedulable", event_label(event))
+
+    def _count_reasons(self, q: QueuedPodInfo, plugins: Iterable[str], delta: int = 1) -> None:
+        if self.recorder is not None:
+            for plugin in plugins:
+                self.recorder.unschedulable(plugin, q.pod.scheduler_name, delta)
+
+    def _forget_reasons(self, q: QueuedPodInfo) -> None:
+        """The rejecting plugins of q stop counting (it is popped for a new attempt, or deleted)."""
+        if self.recorder is not None and (q.unschedulable_plugins or q.pending_plugins):
+            self._count_reasons(q, q.unschedulable_plugins | q.pending_plugins, -1)
 
     def _requeue(self, q: QueuedPodInfo, strategy: int, event: str) -> str:
         """kube requeuePodWithQueueingStrategy; q must not be in any sub-queue."""
         if strategy == SKIP:
-            self._unsched[q.key] = q
+            self._to_unschedulable(q, event)
             return UNSCHEDULABLE
         if strategy == AFTER_BACKOFF and self._backing_off(q):
             return BACKOFF if self._move_to_backoff(q, event) else UNSCHEDULABLE
