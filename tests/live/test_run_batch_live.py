@@ -92,3 +92,56 @@ def test_gang_bound_only_when_whole(api):
             assert app.loop.binder.failed == 0
     finally:
         delete_nodes(api, nodes)
+
+
+RECLAIM_CONF = """
+actions: "enqueue, allocate, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def test_reclaim_evicts_as_volcano_does(api):
+    """examples/batch/reclaim live: the victims get Volcano's Warning "Evict" event and
+    PodReady=False (reason Evict) saying why, not a kube "Preempted by" event naming themselves."""
+    from .kube import events_for
+    t = tag()
+    sched = f"volcano-{t}"
+    ns = namespace(api, f"reclaim-{t}")
+    batch, interactive = f"batch-{t}", f"interactive-{t}"
+    for q in (batch, interactive):
+        api.request("POST", "/apis/scheduling.volcano.sh/v1beta1/queues", {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q},
+            "spec": {"weight": 1, "reclaimable": True}, "status": {"state": "Open"}})
+    nodes = [f"reclaim-{t}-{i}" for i in range(2)]
+    for n in nodes:
+        create_node(api, n, cpu="8", memory="32Gi")
+    conf = parse_volcano_conf(yaml.safe_load(RECLAIM_CONF), "test.conf", ACTIONS, PLUGINS)
+    try:
+        with live_scheduler(api, conf, scheduler_name=sched, leader_elect=False, schedule_period=0.3):
+            create_gang(api, ns, "etl", batch, 8, 2, 2, sched)
+            wait_until(lambda: all(get_pod(api, ns, f"etl-{k}")["spec"].get("nodeName") for k in range(8)),
+                       timeout=30, what="etl bound")
+            for k in range(8):      # no kubelet here: say they run
+                api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/etl-{k}/status",
+                            {"status": {"phase": "Running"}}, content_type="application/merge-patch+json")
+            create_gang(api, ns, "notebook", interactive, 2, 2, 2, sched)
+            evicted = wait_until(lambda: [k for k in range(8) if (get_pod(api, ns, f"etl-{k}") or {"metadata": {
+                "deletionTimestamp": "gone"}})["metadata"].get("deletionTimestamp")], timeout=30, what="victims")
+            victim = f"etl-{evicted[0]}"
+            ev = wait_until(lambda: [e for e in events_for(api, ns, victim) if e["reason"] == "Evict"],
+                            what="an Evict event")
+            assert ev[0]["type"] == "Warning" and ev[0]["note"] == "Pod is evicted, because of reclaim"
+            assert not [e for e in events_for(api, ns, victim) if e["reason"] == "Preempted"]
+    finally:
+        delete_nodes(api, nodes)

@@ -281,8 +281,8 @@ class BatchLoop(_Loop):
         assert ssn is not None          # run_session returns the closed session
         for t, node in ssn.bound:
             self.binder.submit(t.pod, node)
-        for t, _ in ssn.evicted:
-            self.write(self.status.preempt, t.pod, t.pod, t.node_name)
+        for t, reason in ssn.evicted:
+            self.write(self.status.evict, t.pod, reason)
         for u in res.unschedulable:
             pod = self.cache.pods.get(u["pod"])
             if pod is not None and pod.key not in self.binder.in_flight \

@@ -1,5 +1,5 @@
 """What the scheduler writes back to the API server besides bindings: PodScheduled conditions,
-nominatedNodeName, events.k8s.io/v1 Events (Scheduled, FailedScheduling, Preempted), victim
+nominatedNodeName, events.k8s.io/v1 Events (Scheduled, FailedScheduling, Preempted; Volcano's Evict), victim
 deletions and PodGroup status — shaped as kube-scheduler and Volcano write them."""
 from __future__ import annotations
 
@@ -53,14 +53,28 @@ class StatusWriter:
 
     def preempt(self, victim, preemptor, node: str) -> None:
         """Delete the victim with its own grace period and say why (kube's Preempted event)."""
+        self.event(victim, "Normal", "Preempted", "Preempting",
+                   f"Preempted by pod {preemptor.uid} on node {node}")
+        self._delete(victim)
+
+    def evict(self, victim, reason: str) -> None:
+        """Volcano's defaultEvictor.Evict: a Warning "Evict" event and PodReady=False (reason Evict)
+        saying why ("preempt", "reclaim"), then delete with the pod's own grace period."""
+        msg = f"Pod is evicted, because of {reason}"
+        self.event(victim, "Warning", "Evict", "Evict", msg)
+        self.api.request("PATCH", pod_path(victim, "status"),
+                         {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Evict",
+                                                     "message": msg, "lastTransitionTime": now_rfc3339()}]}},
+                         content_type=SMP)
+        self._delete(victim)
+
+    def _delete(self, victim) -> None:
         grace = (victim.spec or {}).get("terminationGracePeriodSeconds")
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if _real_uid(victim):
             body["preconditions"] = {"uid": victim.uid}
         if grace is not None:
             body["gracePeriodSeconds"] = int(grace)
-        self.event(victim, "Normal", "Preempted", "Preempting",
-                   f"Preempted by pod {preemptor.uid} on node {node}")
         self.api.request("DELETE", pod_path(victim), body)
 
     # ---- events ---------------------------------------------------------------------------
