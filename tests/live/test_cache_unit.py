@@ -191,3 +191,32 @@ def test_loop_queue_takes_the_config_backoffs_and_every_profiles_hints():
     assert (q.initial_backoff, q.max_backoff) == (3.0, 40.0)
     assert "NodePorts" not in loop.scheduler.default_framework.instances
     assert q.hints.queues("NodePorts", "Pod/Delete")
+
+
+def test_pods_waiting_for_their_node_are_forgotten_when_deleted_or_moved():
+    cache, _ = make_cache()
+    cache.on_pod_add(pod("early", "ghost"))
+    cache.on_pod_add(pod("moved", "ghost"))
+    assert cache.unplaced == {"ghost": {"default/early", "default/moved"}}
+    cache.on_pod_delete(pod("early", "ghost"))
+    cache.on_pod_update(None, pod("moved", "ghost", phase="Succeeded"))
+    assert cache.unplaced == {}
+
+
+def test_batch_loop_forgets_memos_of_pods_and_podgroups_that_are_gone():
+    import yaml
+
+    from caldera.batch.actions import ACTIONS
+    from caldera.batch.conf import parse_volcano_conf
+    from caldera.batch.plugins import PLUGINS
+    from caldera.live.loop import BatchLoop
+
+    conf = parse_volcano_conf(yaml.safe_load('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'),
+                              "t.conf", ACTIONS, PLUGINS)
+    cache = ClusterCache(["volcano"])
+    loop = BatchLoop(conf, cache, binder_factory=lambda **kw: None, status=None)
+    cache.on_pod_add(pod("p", scheduler="volcano"))
+    loop._pod_msgs = {"default/p": "m", "default/gone": "m"}
+    loop._pg_status = {"default/gone-pg": ()}
+    loop._prune_memos()
+    assert loop._pod_msgs == {"default/p": "m"} and loop._pg_status == {}

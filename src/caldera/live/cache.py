@@ -137,6 +137,8 @@ class ClusterCache:
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
             prev = self.pods.pop(key, None)
             self.assumed.pop(key, None)
+            if prev is not None and prev.node_name:
+                self._unplace(prev.node_name, key)
             if self.table.node_of(key) is not None:
                 gone = self.table.remove_pod(key)
                 if self.queue is not None:
@@ -153,6 +155,8 @@ class ClusterCache:
                 self.warn(f"Pod {pod.key}: bound to {pod.node_name}, not where Caldera bound it")
             if self.queue is not None and self.queue.where(pod.key) is not None:
                 self.queue.delete(prev)
+            if prev.node_name and (prev.node_name != pod.node_name or not self._occupies(pod)):
+                self._unplace(prev.node_name, pod.key)
             if i is not None and not self._occupies(pod):
                 gone = self.table.remove_pod(pod.key)
                 if self.queue is not None:
@@ -177,6 +181,14 @@ class ClusterCache:
                 self.queue.update(prev, pod)
         else:
             self.queue.delete(prev)
+
+    def _unplace(self, node: str, key: str) -> None:
+        """Forget a pod waiting for its node (deleted, or no longer occupying it)."""
+        waiting = self.unplaced.get(node)
+        if waiting is not None:
+            waiting.discard(key)
+            if not waiting:
+                del self.unplaced[node]
 
     def _place(self, prev: Pod | None, pod: Pod) -> None:
         if self._occupies(pod):

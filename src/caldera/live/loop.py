@@ -272,6 +272,15 @@ class BatchLoop(_Loop):
                 self.run_once()
             self.stopping.wait(self.period)
 
+    def _prune_memos(self) -> None:
+        """Forget what was written for pods and PodGroups that are gone (a long run must not grow)."""
+        with self.cache.lock:
+            pods, pgs = self.cache.pods, self.cache.podgroups
+            if any(k not in pods for k in self._pod_msgs):
+                self._pod_msgs = {k: v for k, v in self._pod_msgs.items() if k in pods}
+            if any(k not in pgs for k in self._pg_status):
+                self._pg_status = {k: v for k, v in self._pg_status.items() if k in pgs}
+
     def run_once(self) -> None:
         from ..batch.runner import run_session
         t0 = time.perf_counter()
@@ -289,6 +298,7 @@ class BatchLoop(_Loop):
                     and self._pod_msgs.get(pod.key) != u["message"]:
                 self._pod_msgs[pod.key] = u["message"]
                 self.write(self.status.unschedulable, pod, u["message"])
+        self._prune_memos()
         for job in ssn.jobs.values():
             pg = job.pg
             if pg.implicit or pg.key not in self.cache.podgroups:
