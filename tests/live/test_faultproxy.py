@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from caldera.live.faultproxy import FaultProxy, parse_api_path, status_object
+from .faultproxy import FaultProxy, parse_api_path, status_object
 
 BIND = "/api/v1/namespaces/default/pods/web-1/binding"
 POD = "/api/v1/namespaces/default/pods/web-1"

@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 from caldera.live.client import Api
-from caldera.live.faultproxy import FaultProxy
 
+from .faultproxy import FaultProxy
 from .kube import (
     create_node,
     create_pod,

@@ -1,5 +1,5 @@
-"""What the live mode's stdlib HTTP handlers (server.py's endpoints, faultproxy's injected answers)
-share: writing one complete response whose body is known up front."""
+"""What the live mode's stdlib HTTP handlers (server.py's endpoints; the tests' fault proxy's
+injected answers) share: writing one complete response whose body is known up front."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
-from ..httputil import TEXT_PLAIN, send_body
+from caldera.live.httputil import TEXT_PLAIN, send_body
+
 from .config import MUTATING
 from .kubestatus import status_object
 
