@@ -78,6 +78,7 @@ def test_binds_through_faults_none_lost_none_twice(api, control_plane, tmp_path)
                        what="all 1,000 pods bound")
             stats = dict(proxy.stats)
             injected = list(proxy.injections)
+            upstream = list(proxy.upstream)
         # faults really happened
         assert stats.get("error_409", 0) + stats.get("error_500", 0) + stats.get("error_429", 0) > 10, stats
         assert stats.get("drop", 0) > 0, stats
@@ -92,6 +93,22 @@ def test_binds_through_faults_none_lost_none_twice(api, control_plane, tmp_path)
         for n in bound.values():
             per_node[n] = per_node.get(n, 0) + 1
         assert max(per_node.values()) <= 40
+        # ... and counted on Caldera's side: of the Binding POSTs that reached the API server, one
+        # per pod was accepted, and a pod's Binding was sent again only when Caldera could not
+        # know the first one had landed (the proxy dropped the answer)
+        accepted: dict[str, int] = {}
+        unseen: set[str] = set()
+        for method, path, status, dropped in upstream:
+            if method != "POST" or not path.endswith("/binding"):
+                continue
+            pod = path.split("/")[-2]
+            if status == 201:
+                accepted[pod] = accepted.get(pod, 0) + 1
+            else:
+                assert status == 409 and pod in unseen, (pod, status, "a second bind Caldera should not have sent")
+            if dropped:
+                unseen.add(pod)
+        assert len(accepted) == 1000 and set(accepted.values()) == {1}
     finally:
         sapi.close()
         proxy.stop()

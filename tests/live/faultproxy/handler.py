@@ -115,6 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_plain(502, f"caldera faultproxy: upstream {proxy.netloc} unreachable: {e}\n")
             return
         proxy.count("forwarded")
+        proxy.record_upstream(method, path, resp.status, d.drop == "after")
         if d.drop == "after":
             proxy.count("drop", method, path)
             proxy.count("drop_after")
@@ -228,7 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, code: int, body: bytes | str, headers: dict) -> None:
         # the API server sends no Server header: status line alone, Date from `headers`
         try:
-            send_body(self, code, body, headers, server_headers=False)
+            send_body(self, code, body, headers, server_headers=False, write_body=self.command != "HEAD")
             self.wfile.flush()
         except OSError:
             self.close_connection = True

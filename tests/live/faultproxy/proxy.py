@@ -56,6 +56,7 @@ class FaultProxy:
         self._cfg = _config(None, **faults)
         self._seen: Counter = Counter()
         self._stats: Counter = Counter()
+        self.upstream: list[tuple[str, str, int, bool]] = []
         self.injections: list[tuple[str, str, str]] = []
         self._open: set = set()            # client sockets and upstream connections, cut on stop()
         self._stopping = threading.Event()
@@ -135,6 +136,14 @@ class FaultProxy:
             self._stats[key] += 1
             if method and len(self.injections) < 100_000:
                 self.injections.append((method, path, key))
+
+    def record_upstream(self, method: str, path: str, status: int, response_dropped: bool) -> None:
+        """A request the API server answered: (method, path, its status, whether the client never
+        saw the answer because the proxy dropped the connection after forwarding). Mutating
+        requests only (the log is what the exactly-once checks read)."""
+        if method in MUTATING:
+            with self._lock:
+                self.upstream.append((method, path, status, response_dropped))
 
     def decide(self, method: str, path: str, watch: bool) -> Decision:
         with self._lock:
