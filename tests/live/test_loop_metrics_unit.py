@@ -60,7 +60,8 @@ def value(m, name, labels=None):
 def run_one(loop):
     with loop.cache.lock:
         qpi = loop.queue.pop()
-        loop._cache_metrics()
+        if loop.metrics is not None:
+            loop._cache_metrics()
     loop.schedule(qpi)
 
 

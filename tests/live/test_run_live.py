@@ -144,3 +144,34 @@ def test_metrics_health_and_ready_endpoints(api, tmp_path):
         assert "scheduler_pending_pods" in text
         prof = urllib.request.urlopen(url + "/debug/profile?seconds=1").read().decode()
         assert "function calls" in prof
+
+
+def test_tracing_exports_a_span_per_cycle_to_an_otlp_collector(api, tmp_path):
+    """`caldera run --otlp-endpoint`: real binds, spans received by a loopback OTLP/HTTP collector."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from caldera.live.tracing import setup_tracing
+
+    from .test_tracing import _Collector
+    _Collector.bodies = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    t = tag()
+    sched = f"caldera-{t}"
+    ns = namespace(api, f"trace-{t}")
+    nodes = [f"trace-{t}-0"]
+    create_node(api, nodes[0], cpu="4")
+    try:
+        tracing = setup_tracing(f"http://127.0.0.1:{srv.server_address[1]}")
+        with live_scheduler(api, kube_profile(tmp_path, sched), tracing=tracing):
+            for i in range(3):
+                create_pod(api, ns, f"p{i}", sched)
+            wait_until(lambda: all(get_pod(api, ns, f"p{i}")["spec"].get("nodeName") for i in range(3)),
+                       what="3 pods bound")
+        # stop() flushed the spans
+        body = b"".join(b for _, _, b in _Collector.bodies)
+        assert body.count(b"SchedulingCycle") >= 3 and b"Bind" in body
+    finally:
+        srv.shutdown()
+        delete_nodes(api, nodes)

@@ -41,9 +41,17 @@ def _seconds(ctx, param, value):
 @click.option("--schedule-period", callback=_seconds, default="1s", show_default=True,
               help="Volcano configs: time between sessions.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+@click.option("--otlp-endpoint", default=None, metavar="URL",
+              help="Export OpenTelemetry traces (a span per scheduling cycle / Volcano session, a child per "
+                   "extension point / action) to this OTLP/HTTP collector, e.g. http://otel-collector:4318. "
+                   "Needs the otel extra. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+                   "$OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing.")
+@click.option("--trace-sampling-per-million", type=click.IntRange(0, 1_000_000), default=1_000_000,
+              show_default=True, help="Scheduling cycles / sessions traced, per million.")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_deadline, retry_period,
-        lease_namespace, lease_name, metrics_addr, bind_workers, scheduler_name, schedule_period, seed, verbose):
+        lease_namespace, lease_name, metrics_addr, bind_workers, scheduler_name, schedule_period, seed,
+        otlp_endpoint, trace_sampling_per_million, verbose):
     """Run Caldera as a live scheduler until SIGTERM/SIGINT."""
     from ..live.app import LiveScheduler, RunOptions
     from ..live.client import connect
@@ -62,6 +70,8 @@ def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_de
     leader_config(config, opts)                 # invalid durations fail before connecting
     from ..live.server import parse_addr
     parse_addr(metrics_addr)
+    from ..live.tracing import setup_tracing
+    opts.tracing = setup_tracing(otlp_endpoint, trace_sampling_per_million)   # bad URL / no extra: one line
     api = connect(kubeconfig, context)
     api.check()                                 # an unreachable API server is a one-line error
     app = LiveScheduler(api, config, opts, registry)

@@ -48,6 +48,7 @@ class RunOptions:
     scheduler_name: str | None = None         # Volcano: the pods' schedulerName (default "volcano")
     schedule_period: float = 1.0              # Volcano: seconds between sessions
     identity: str | None = None
+    tracing: object = None                    # tracing.Tracing, or None (no spans)
     extra: dict = field(default_factory=dict)
 
 
@@ -95,14 +96,15 @@ class LiveScheduler:
             return Binder(api, self.cache, workers=self.opts.bind_workers, **kw)
 
         can_act = self._can_act
+        tracer = getattr(self.opts.tracing, "tracer", None)
         self.loop: BatchLoop | KubeLoop
         if self.batch:
             self.loop = BatchLoop(config, self.cache, binder_factory, self.status, metrics=self.metrics,
                                   seed=self.opts.seed, can_act=can_act, period=self.opts.schedule_period,
-                                  scheduler_name=self.names[0])
+                                  scheduler_name=self.names[0], tracer=tracer)
         else:
             self.loop = KubeLoop(config, self.cache, binder_factory, self.status, metrics=self.metrics,
-                                 seed=self.opts.seed, can_act=can_act, registry=registry)
+                                 seed=self.opts.seed, can_act=can_act, registry=registry, tracer=tracer)
         c = self.cache
         self.informers = [
             Informer(api, "nodes", on_add=c.on_node_add, on_update=c.on_node_update, on_delete=c.on_node_delete),
@@ -172,3 +174,5 @@ class LiveScheduler:
         for inf in self.informers:
             inf.stop()
         self.server.stop()
+        if self.opts.tracing is not None:
+            self.opts.tracing.shutdown()          # flush the spans still queued

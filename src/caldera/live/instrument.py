@@ -45,7 +45,13 @@ class _Sampling:
         self.on = False
 
 
-def instrument(fw, metrics) -> None:
+def instrument(fw, metrics, tracer=None) -> None:
+    """Wrap fw's extension points (metrics, and a child span each when `tracer` is given: see
+    tracing.py) and, with metrics, its plugins' methods."""
+    if tracer is not None:
+        _trace_extension_points(fw, tracer)
+    if metrics is None:
+        return
     sampling = _Sampling()
     profile = fw.profile_name
     clock = time.perf_counter
@@ -96,3 +102,22 @@ def instrument(fw, metrics) -> None:
                         __eval.inc()
                 return r
             setattr(plugin, meth, timed_plugin)
+
+
+def _trace_extension_points(fw, tracer) -> None:
+    """One span per extension point run, a child of the current (SchedulingCycle) span; a status
+    other than Success is recorded as the span's `caldera.status` attribute."""
+    for meth, ep in EXTENSION_POINTS.items():
+        orig = getattr(fw, meth, None)
+        if orig is None:
+            continue
+
+        @functools.wraps(orig)
+        def traced(*a, __orig=orig, __ep=ep, **k):
+            with tracer.start_as_current_span(__ep) as span:
+                r = __orig(*a, **k)
+                s = _status_of(r)
+                if s is not None and not s.is_success():
+                    span.set_attribute("caldera.status", str(s.code))
+                return r
+        setattr(fw, meth, traced)

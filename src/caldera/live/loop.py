@@ -63,10 +63,11 @@ class _Profiler:
 class _Loop:
     """What both loops share: the cache, the status writer pool, the profiler, stop()."""
 
-    def __init__(self, cache, status, metrics, can_act):
+    def __init__(self, cache, status, metrics, can_act, tracer=None):
         self.cache = cache
         self.status = status
         self.metrics = metrics
+        self.tracer = tracer            # an OpenTelemetry tracer (tracing.py), or None: no spans
         self.can_act = can_act
         self.stopping = threading.Event()
         self.profiler = _Profiler()
@@ -95,17 +96,18 @@ class _Loop:
 
 class KubeLoop(_Loop):
     def __init__(self, config, cache, binder_factory, status, *, metrics=None, seed: int = 0,
-                 can_act=lambda: True, registry=None):
-        super().__init__(cache, status, metrics, can_act)
+                 can_act=lambda: True, registry=None, tracer=None):
+        super().__init__(cache, status, metrics, can_act, tracer)
         self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
         self.scheduler.on_evict = self._evicted
         self._t0 = 0.0                              # start of the current cycle (perf_counter)
         self._scheduled: dict[str, tuple[int, float | None]] = {}   # pod -> (attempts, first attempt) until bound
         self._next_cache_metrics = 0.0
-        if metrics is not None:
+        if metrics is not None or tracer is not None:
             from .instrument import instrument
             for fw in self.scheduler.frameworks.values():
-                instrument(fw, metrics)
+                instrument(fw, metrics, tracer)
+        if metrics is not None:
             self.scheduler.on_selected = self._selected
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]
@@ -185,6 +187,16 @@ class KubeLoop(_Loop):
         self.metrics.cache(len(self.cache.table), len(self.cache.table.pod_node), len(self.cache.assumed))
 
     def schedule(self, qpi) -> None:
+        if self.tracer is None:
+            self._schedule(qpi, None)
+            return
+        pod = qpi.pod
+        with self.tracer.start_as_current_span(
+                "SchedulingCycle", attributes={"k8s.namespace.name": pod.namespace, "k8s.pod.name": pod.name,
+                                               "caldera.attempt": qpi.attempts}) as span:
+            self._schedule(qpi, span)
+
+    def _schedule(self, qpi, span) -> None:
         pod = qpi.pod
         # the status write of this pod's previous failed attempt lands before the next attempt
         # (kube writes it synchronously): a late PodScheduled=False / nominatedNodeName must not
@@ -218,6 +230,11 @@ class KubeLoop(_Loop):
                 qpi.unschedulable_plugins = set(att.unschedulable_plugins)
                 self.queue.add_unschedulable_if_not_present(qpi)      # ends the in-flight state too
                 result = "error" if att.status.code == Code.ERROR else "unschedulable"
+        if span is not None:
+            span.set_attribute("caldera.profile", att.profile)
+            span.set_attribute("caldera.result", result)
+            if att.node:
+                span.set_attribute("k8s.node.name", att.node)
         if self.metrics is not None:
             self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
             if att.post_filtered and "DefaultPreemption" in self._post_filters(att.profile):
@@ -237,8 +254,8 @@ class BatchLoop(_Loop):
     """Volcano's scheduler loop: every `period` seconds, one session over a snapshot of the cache."""
 
     def __init__(self, conf, cache, binder_factory, status, *, metrics=None, seed: int = 0,
-                 can_act=lambda: True, period: float = 1.0, scheduler_name: str = "volcano"):
-        super().__init__(cache, status, metrics, can_act)
+                 can_act=lambda: True, period: float = 1.0, scheduler_name: str = "volcano", tracer=None):
+        super().__init__(cache, status, metrics, can_act, tracer)
         self.conf = conf
         self.period = period
         self.seed = seed
@@ -284,6 +301,7 @@ class BatchLoop(_Loop):
     def run_once(self) -> None:
         from ..batch.runner import run_session
         t0 = time.perf_counter()
+        start_ns = time.time_ns()
         res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name)
         self.sessions += 1
         ssn = res.session
@@ -310,6 +328,11 @@ class BatchLoop(_Loop):
             if self._pg_status.get(pg.key) != sig:
                 self._pg_status[pg.key] = sig
                 self.write(self.status.podgroup_status, pg.namespace, pg.name, st)
+        if self.tracer is not None:
+            from .tracing import session_spans
+            session_spans(self.tracer, start_ns, time.time_ns(), ssn.timings,
+                          {"caldera.bound": len(ssn.bound), "caldera.evicted": len(ssn.evicted),
+                           "caldera.unschedulable": len(res.unschedulable)})
         m = self.metrics
         if m is not None:
             m.session((time.perf_counter() - t0) * 1000.0)
