@@ -7,6 +7,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..batch.conf import VolcanoConf
 from ..errors import ConfigError
@@ -48,7 +49,7 @@ class RunOptions:
     scheduler_name: str | None = None         # Volcano: the pods' schedulerName (default "volcano")
     schedule_period: float = 1.0              # Volcano: seconds between sessions
     identity: str | None = None
-    tracing: object = None                    # tracing.Tracing, or None (no spans)
+    tracing: Any = None                       # tracing.Tracing, or None (no spans)
     extra: dict = field(default_factory=dict)
 
 
