@@ -89,3 +89,19 @@ def test_batch_session_benchmark_keeps_gangs_whole():
     per_gang = Counter(b["pod"].rsplit("-worker-", 1)[0] for b in res.bindings)
     assert per_gang and set(per_gang.values()) == {25}
     assert len(per_gang) == 5
+
+
+def test_node_churn_benchmark_runs_and_applies_updates(capsys):
+    """benchmarks/node_churn.py at a tiny scale: every phase schedules its pods, the churn phases
+    apply node updates (a high rate so a few happen), and both initial loads build the table."""
+    from benchmarks import node_churn as nc
+
+    r = nc.run(n=40, running=80, rate=5_000.0, rounds=1, block=8, warmup=2)
+    ph = r["phases"]
+    assert {k: p.cycles for k, p in ph.items()} == {"quiet": 8, "heartbeat": 8, "mix": 8}
+    assert all(p.bound == 8 for p in ph.values())
+    assert ph["quiet"].updates == 0 and ph["heartbeat"].updates > 0 and ph["mix"].updates > 0
+    assert r["load_one_by_one_s"] > 0 and r["load_bulk_s"] > 0 and r["table_bulk_s"] > 0
+    nc.main(["--nodes", "30", "--running", "30", "--rounds", "1", "--block", "3"])
+    out = capsys.readouterr().out
+    assert "heartbeat" in out and "initial load of 30 nodes" in out

@@ -108,7 +108,8 @@ class LiveScheduler:
                                  seed=self.opts.seed, can_act=can_act, registry=registry, tracer=tracer)
         c = self.cache
         self.informers = [
-            Informer(api, "nodes", on_add=c.on_node_add, on_update=c.on_node_update, on_delete=c.on_node_delete),
+            Informer(api, "nodes", on_add=c.on_node_add, on_update=c.on_node_update, on_delete=c.on_node_delete,
+                     on_add_many=c.on_node_add_many),
             Informer(api, "priorityclasses", on_add=c.on_priority_class,
                      on_update=lambda o, n: c.on_priority_class(n),
                      on_delete=lambda o: c.on_priority_class(o, deleted=True)),

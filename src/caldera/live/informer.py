@@ -3,7 +3,9 @@
 An Informer LISTs its resource (paginated with limit/continue), then WATCHes from the list's
 resourceVersion with allowWatchBookmarks=true, keeping a store {namespace/name or name: object
 dict} and calling on_add(obj), on_update(old, new), on_delete(obj) from its own thread, in event
-order. It tracks the resourceVersion of every event (BOOKMARKs included) and:
+order. A handler set with on_add_many(objs) gets the objects a LIST adds in one call instead
+(before that LIST's updates and deletes), so a cache can load them in bulk. It tracks the
+resourceVersion of every event (BOOKMARKs included) and:
   - a watch that ends cleanly (server timeoutSeconds) is reopened at once from the last RV;
   - 410 Gone (HTTP answer to the watch, or an ERROR event with code 410) -> re-LIST and emit the
     diff against the store (adds, updates where resourceVersion changed, then deletes);
@@ -137,7 +139,8 @@ class Informer:
 
     def __init__(self, api, resource: Resource | str, *, on_add: Handler | None = None,
                  on_update: Handler | None = None, on_delete: Handler | None = None,
-                 field_selector: str | None = None, label_selector: str | None = None,
+                 on_add_many: Handler | None = None, field_selector: str | None = None,
+                 label_selector: str | None = None,
                  page_size: int = 500, watch_timeout: int | None = None,
                  backoff: Backoff | None = None, name: str | None = None):
         self.api = api
@@ -149,9 +152,9 @@ class Informer:
         self.backoff = backoff or Backoff()
         self.name = name or self.resource.plural
         self.store = Store()
-        self._handlers: list[tuple[Handler | None, Handler | None, Handler | None]] = []
-        if on_add or on_update or on_delete:
-            self.add_handlers(on_add, on_update, on_delete)
+        self._handlers: list[tuple[Handler | None, Handler | None, Handler | None, Handler | None]] = []
+        if on_add or on_update or on_delete or on_add_many:
+            self.add_handlers(on_add, on_update, on_delete, on_add_many)
         self._rv = ""
         self._synced = threading.Event()
         self._stopping = threading.Event()
@@ -166,9 +169,11 @@ class Informer:
     # ----------------------------------------------------------------- public
 
     def add_handlers(self, on_add: Handler | None = None, on_update: Handler | None = None,
-                     on_delete: Handler | None = None) -> None:
-        """Register handlers (before start()); all handler sets are called in registration order."""
-        self._handlers.append((on_add, on_update, on_delete))
+                     on_delete: Handler | None = None, on_add_many: Handler | None = None) -> None:
+        """Register handlers (before start()); all handler sets are called in registration order.
+        on_add_many(list of objects), if given, receives a LIST's additions at once (on_add then
+        serves watch events only)."""
+        self._handlers.append((on_add, on_update, on_delete, on_add_many))
 
     @property
     def resource_version(self) -> str:
@@ -297,14 +302,27 @@ class Informer:
         """Make the store equal to `items`, emitting the difference (client-go order: listed
         objects first, then deletes of objects that are gone)."""
         seen = set()
+        bulk = any(h[3] is not None for h in self._handlers)
+        added: list[dict] = []
+        updated: list[tuple[dict, dict]] = []
         for obj in items:
             key = object_key(obj)
             seen.add(key)
             old = self.store._set(key, obj)
             if old is None:
-                self._emit(0, obj)
+                if bulk:
+                    added.append(obj)
+                else:
+                    self._emit(0, obj)
             elif _rv(old) != _rv(obj) or not _rv(obj):
-                self._emit(1, old, obj)
+                if bulk:
+                    updated.append((old, obj))
+                else:
+                    self._emit(1, old, obj)
+        if added:
+            self._emit_added(added)
+        for old, obj in updated:
+            self._emit(1, old, obj)
         for key in self.store.keys():   # noqa: SIM118 -- a Store, not a dict: keys() is a locked copy
             if key not in seen:
                 old = self.store._pop(key)
@@ -381,6 +399,21 @@ class Informer:
             log.warning("%s: ignoring watch event of type %r", self.name, typ)
         if rv:
             self._rv = rv
+
+    def _emit_added(self, objs: list[dict]) -> None:
+        for handlers in self._handlers:
+            one, many = handlers[0], handlers[3]
+            if many is not None:
+                try:
+                    many(objs)
+                except Exception:
+                    log.exception("%s: add handler failed", self.name)
+            elif one is not None:
+                for obj in objs:
+                    try:
+                        one(obj)
+                    except Exception:
+                        log.exception("%s: add handler failed", self.name)
 
     def _emit(self, which: int, *args) -> None:
         for handlers in self._handlers:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework.interface import MAX_NODE_SCORE, Plugin
+from ..state.nodetable import IMAGES
 
 NAME = "ImageLocality"
 MB = 1024 * 1024
@@ -26,29 +27,83 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
+def _node_images(images) -> dict[str, int]:
+    """A node's status.images as name -> size (the first entry listing a name gives its size)."""
+    out: dict[str, int] = {}
+    for names, sz in images:
+        for nm in names:
+            if nm not in out:
+                out[nm] = sz
+    return out
+
+
 def image_states(table) -> dict[str, tuple[int, int]]:
-    """Image name -> (size in bytes, number of nodes listing it)."""
+    """Image name -> (size in bytes, number of nodes listing it). A node whose images change
+    updates the names it gained or lost; only when the node giving a name's size drops it are
+    the later rows searched for the next one."""
     def build():
-        size: dict[str, int] = {}
-        count: dict[str, int] = {}
-        for n in table.nodes:
-            seen: set[str] = set()
-            for names, sz in n.images:
-                for nm in names:
-                    if nm not in size:
-                        size[nm] = sz
-                    if nm not in seen:
-                        seen.add(nm)
-                        count[nm] = count.get(nm, 0) + 1
-        return {nm: (size[nm], count[nm]) for nm in size}
-    return table.cached("imagelocality.states", build)
+        states: dict[str, tuple[int, int]] = {}
+        first: dict[str, int] = {}
+        per_row = []
+        for i, n in enumerate(table.nodes):
+            mine = _node_images(n.images)
+            per_row.append(mine)
+            for nm, sz in mine.items():
+                st = states.get(nm)
+                if st is None:
+                    states[nm] = (sz, 1)
+                    first[nm] = i
+                else:
+                    states[nm] = (st[0], st[1] + 1)
+        return states, first, per_row
+
+    def update(val, rows):
+        states, first, per_row = val
+        states, first = dict(states), dict(first)       # callers may hold the old mapping
+        for i in rows:
+            old, new = per_row[i], _node_images(table.nodes[i].images)
+            per_row[i] = new
+            for nm, sz in old.items():
+                if nm in new:
+                    if first[nm] == i and new[nm] != sz:
+                        states[nm] = (new[nm], states[nm][1])
+                    continue
+                size, count = states[nm]
+                if count == 1:
+                    del states[nm], first[nm]
+                    continue
+                if first[nm] == i:
+                    j = next(j for j in range(i + 1, len(per_row)) if nm in per_row[j])
+                    first[nm], size = j, per_row[j][nm]
+                states[nm] = (size, count - 1)
+            for nm, sz in new.items():
+                if nm in old:
+                    continue
+                st = states.get(nm)
+                if st is None:
+                    states[nm] = (sz, 1)
+                    first[nm] = i
+                elif i < first[nm]:
+                    states[nm] = (sz, st[1] + 1)
+                    first[nm] = i
+                else:
+                    states[nm] = (st[0], st[1] + 1)
+        return states, first, per_row
+    return table.cached("imagelocality.states", build, on=IMAGES, update=update)[0]
 
 
 def image_mask(table, name: str) -> np.ndarray:
     """Nodes whose status.images list `name`."""
-    def build():
-        return np.array([any(name in names for names, _ in n.images) for n in table.nodes], dtype=bool)
-    return table.cached(("imagelocality.mask", name), build)
+    def has(n) -> bool:
+        return any(name in names for names, _ in n.images)
+
+    def update(mask, rows):
+        mask = mask.copy()
+        for i in rows:
+            mask[i] = has(table.nodes[i])
+        return mask
+    return table.cached(("imagelocality.mask", name), lambda: np.array([has(n) for n in table.nodes], dtype=bool),
+                        on=IMAGES, update=update)
 
 
 def pod_images(pod) -> tuple[tuple[str, ...], int]:

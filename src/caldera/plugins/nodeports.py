@@ -115,9 +115,9 @@ class NodePorts(Plugin):
     def index(self, table) -> PortIndex:
         """The used-port index of `table`, replaying the table's pod journal since the last call."""
         changes, end = table.journal_since(self._cursor)
-        if self._table is not table or self._node_gen != table.node_generation or changes is None:
-            self._rebuild(table)
-            self._table, self._node_gen = table, table.node_generation
+        if self._table is not table or self._node_gen != table.layout_generation or changes is None:
+            self._rebuild(table)     # (rows renumber only when nodes are added or removed)
+            self._table, self._node_gen = table, table.layout_generation
         else:
             for pod, i, delta in changes:
                 if pod.has_ports:

@@ -8,23 +8,37 @@ from ..api.objects import tolerates_all
 from ..framework.interface import Plugin
 from ..framework.runtime import default_normalize
 from ..framework.status import Status
+from ..state.nodetable import TAINTS
 
 
 def _interned(table, effects: tuple[str, ...], key: str):
-    """(ids[N], sets): nodes' taints with the given effects, interned; id 0 = no such taints."""
+    """(ids[N], sets): nodes' taints with the given effects, interned; id 0 = no such taints.
+    A node whose taints change gets its set's id (a new set is appended; sets no node uses any
+    more stay, which only costs an unused verdict)."""
+    def intern(where: dict, sets: list, n) -> int:
+        t = tuple(x for x in n.taints if x.effect in effects)
+        j = where.get(t)
+        if j is None:
+            j = where[t] = len(sets)
+            sets.append(t)
+        return j
+
     def build():
         sets: list[tuple] = [()]
         where: dict[tuple, int] = {(): 0}
         ids = np.zeros(len(table), dtype=np.int64)
         for i, n in enumerate(table.nodes):
-            t = tuple(x for x in n.taints if x.effect in effects)
-            j = where.get(t)
-            if j is None:
-                j = where[t] = len(sets)
-                sets.append(t)
-            ids[i] = j
-        return ids, sets
-    return table.cached(key, build)
+            ids[i] = intern(where, sets, n)
+        return ids, sets, where
+
+    def update(val, rows):
+        ids, sets, where = val
+        ids, sets = ids.copy(), list(sets)      # callers may hold the old ones (`where` is private)
+        for i in rows:
+            ids[i] = intern(where, sets, table.nodes[i])
+        return ids, sets, where
+    ids, sets, _ = table.cached(key, build, on=TAINTS, update=update)
+    return ids, sets
 
 
 def hard_taints(table):

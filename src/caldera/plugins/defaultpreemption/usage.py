@@ -6,7 +6,8 @@ preemption dry run uses it to rule out, in one numpy pass, the nodes where the p
 fit even with all those pods gone, instead of examining them one by one.
 
 The sums follow the table's pod journal (`pod_log`); a new table, a node removal (rows are
-renumbered), a new resource column, or falling behind the journal's bound rebuilds them.
+renumbered), a new resource column, or falling behind the journal's bound rebuilds them. Node
+updates in place (labels, taints, allocatable, ...) do not touch them.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class PriorityUsage:
         t = self.table
         changes, end = t.journal_since(self.pos)
         rebuild = self.ncols != len(t.res_names) or changes is None
-        if self.node_gen != t.node_generation and not self._rows_kept():
+        if self.node_gen != t.layout_generation and not self._rows_kept():
             rebuild = True
         if rebuild:
             self.by_prio = {}
@@ -61,7 +62,7 @@ class PriorityUsage:
         else:
             for p, i, d in changes:
                 self._add(p, i, d)
-        self.pos, self.node_gen, self.ncols = end, t.node_generation, len(t.res_names)
+        self.pos, self.node_gen, self.ncols = end, t.layout_generation, len(t.res_names)
         return self
 
     def lower(self, priority: int) -> np.ndarray | None:

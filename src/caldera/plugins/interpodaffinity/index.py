@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...state.nodetable import LABELS
 from .terms import NO_TERMS, AffinityTerm, PodTerms, pod_terms
 
 
@@ -79,7 +80,7 @@ class PodIndex:
     def sync(self) -> PodIndex:
         t = self.table
         changes, end = t.journal_since(self.pos)
-        if self.pos == end and self.node_gen == t.node_generation:
+        if self.pos == end and self.node_gen == t.layout_generation:
             return self
         if changes is None:
             self._rebuild()
@@ -89,7 +90,7 @@ class PodIndex:
                     self._add(pod, i)
                 else:
                     self._remove(pod)
-            if self.node_gen != t.node_generation:   # node rows may have been renumbered
+            if self.node_gen != t.layout_generation:   # node rows may have been renumbered
                 pn = t.pod_node
                 for g in self.groups.values():
                     g.reindex(pn)
@@ -97,7 +98,7 @@ class PodIndex:
                     for _, g in store.values():
                         g.reindex(pn)
         self.pos = end
-        self.node_gen = t.node_generation
+        self.node_gen = t.layout_generation
         return self
 
     def _rebuild(self) -> None:
@@ -202,14 +203,28 @@ def get_index(table) -> PodIndex:
 
 
 def domains(table, key: str):
-    """(codes[N] int64 with -1 where node lacks `key`, number of distinct values) for a topology key."""
+    """(codes[N] int64 with -1 where node lacks `key`, number of distinct values) for a topology key.
+    A node whose labels change gets its value's code (a new value gets the next code; codes of
+    values no node has any more stay allocated, their domains simply count nothing)."""
     def build():
         vals = table.label_values(key)
         m: dict[str, int] = {}
         codes = np.fromiter((-1 if v is None else m.setdefault(v, len(m)) for v in vals),
                             dtype=np.int64, count=len(vals))
-        return codes, len(m)
-    return table.cached(("ipa.domains", key), build)
+        return codes, len(m), m
+
+    def update(val, rows):
+        codes, _, m = val       # m is private: extended in place; codes are copied when they change
+        new = {i: -1 if (v := table.nodes[i].labels.get(key)) is None else m.setdefault(v, len(m))
+               for i in rows}
+        if all(codes[i] == c for i, c in new.items()):
+            return codes, len(m), m
+        codes = codes.copy()
+        for i, c in new.items():
+            codes[i] = c
+        return codes, len(m), m
+    codes, nd, _ = table.cached(("ipa.domains", key), build, on=LABELS, update=update)
+    return codes, nd
 
 
 def domain_counts(table, key: str, rows: np.ndarray, weights=None) -> np.ndarray:

@@ -9,29 +9,63 @@ from __future__ import annotations
 import numpy as np
 
 from ...api.selectors import NodeSelector, NodeSelectorTerm, Requirement, go_int
+from ...state.nodetable import LABELS
 
 
 def _inverted(table, key: str) -> dict:
+    """Value of label `key` -> node rows having it. A node whose labels change moves its row
+    between two entries (the dict is private to this module and updated in place; the row
+    arrays are replaced, never mutated)."""
     def build():
+        vals = table.label_values(key).tolist()
         inv: dict[str, list[int]] = {}
-        for i, v in enumerate(table.label_values(key).tolist()):
+        for i, v in enumerate(vals):
             if v is not None:
                 inv.setdefault(v, []).append(i)
-        return {v: np.array(ix, dtype=np.intp) for v, ix in inv.items()}
-    return table.cached(("nodeaffinity.inv", key), build)
+        return {v: np.array(ix, dtype=np.intp) for v, ix in inv.items()}, vals
+
+    def update(val, rows):
+        inv, vals = val
+        for i in rows:
+            old, new = vals[i], table.nodes[i].labels.get(key)
+            if old == new:
+                continue
+            vals[i] = new
+            if old is not None:
+                ix = inv[old]
+                ix = ix[ix != i]
+                if ix.size:
+                    inv[old] = ix
+                else:
+                    del inv[old]
+            if new is not None:
+                ix = inv.get(new)
+                inv[new] = np.array([i], dtype=np.intp) if ix is None else np.sort(np.append(ix, i))
+        return val
+    return table.cached(("nodeaffinity.inv", key), build, on=LABELS, update=update)[0]
 
 
 def _ints(table, key: str):
+    def parse(v):
+        return go_int(v) if v is not None else None
+
     def build():
         vals = table.label_values(key).tolist()
         ok = np.zeros(len(vals), dtype=bool)
         out = np.zeros(len(vals), dtype=np.int64)
         for i, v in enumerate(vals):
-            x = go_int(v) if v is not None else None
+            x = parse(v)
             if x is not None:
                 ok[i], out[i] = True, x
         return ok, out
-    return table.cached(("nodeaffinity.int", key), build)
+
+    def update(val, rows):
+        ok, out = val[0].copy(), val[1].copy()
+        for i in rows:
+            x = parse(table.nodes[i].labels.get(key))
+            ok[i], out[i] = (True, x) if x is not None else (False, 0)
+        return ok, out
+    return table.cached(("nodeaffinity.int", key), build, on=LABELS, update=update)
 
 
 def requirement_mask(table, r: Requirement) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 from ...framework.interface import Plugin, PreFilterResult
 from ...framework.runtime import default_normalize
 from ...framework.status import Status
+from ...state.nodetable import LABELS
 from .args import parse_args
 from .masks import selector_mask, term_mask
 from .pod import pod_node_affinity
@@ -48,7 +49,7 @@ class NodeAffinity(Plugin):
         if self.added_required is None:
             return None
         return table.cached(("nodeaffinity.added", id(self)),
-                            lambda: selector_mask(table, self.added_required))
+                            lambda: selector_mask(table, self.added_required), on=LABELS)
 
     def _masks(self, state, pod, table):
         gen = (id(table), table.node_generation)
@@ -85,7 +86,7 @@ class NodeAffinity(Plugin):
         out = np.zeros(idx.size, dtype=np.int64)
         if self.added_preferred:
             added = table.cached(("nodeaffinity.addedpref", id(self)),
-                                 lambda: [(w, term_mask(table, t)) for w, t in self.added_preferred])
+                                 lambda: [(w, term_mask(table, t)) for w, t in self.added_preferred], on=LABELS)
             for w, m in added:
                 out += w * m[idx]
         for w, t in info.preferred or ():

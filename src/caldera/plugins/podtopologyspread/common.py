@@ -23,6 +23,7 @@ from ...api.objects import Pod
 from ...api.selectors import LabelSelector, Requirement, parse_label_selector
 from ...api.validation import qualified_name_errors
 from ...errors import ConfigError, InputError
+from ...state.nodetable import LABELS
 from ..nodeaffinity.pod import pod_node_affinity
 from ..tainttoleration import first_untolerated, hard_taints
 
@@ -215,7 +216,10 @@ def default_constraints(args: SpreadArgs, pod: Pod, action: str) -> tuple[Constr
 
 # ---- per-node columns ------------------------------------------------------------------------
 def key_index(table, key: str):
-    """(ids[N], uniques): node i's value of label `key` is uniques[ids[i]]; absent -> len(uniques)."""
+    """(ids[N], uniques): node i's value of label `key` is uniques[ids[i]]; absent -> len(uniques).
+    A node whose labels change gets its value's id; a value not seen before is appended to
+    uniques (so they are sorted only after a rebuild), values no node has any more stay: the
+    callers count domains from the nodes' ids, never from uniques."""
     def build():
         vals = table.label_values(key)
         present = np.array([v is not None for v in vals], dtype=bool)
@@ -227,8 +231,28 @@ def key_index(table, key: str):
         else:
             uniques = []
         ids[~present] = len(uniques)
-        return ids, uniques
-    return table.cached(("pts.keyidx", key), build)
+        return ids, uniques, {v: j for j, v in enumerate(uniques)}
+
+    def update(val, rows):
+        ids, uniques, pos = val         # pos (value -> id) is private: extended in place
+        copied = False
+        for i in rows:
+            v = table.nodes[i].labels.get(key)
+            if v is not None and v not in pos:
+                if not copied:
+                    ids, copied = ids.copy(), True
+                absent = len(uniques)
+                uniques = [*uniques, v]
+                pos[v] = absent
+                ids[ids == absent] = absent + 1     # the absent slot moves up
+            j = len(uniques) if v is None else pos[v]
+            if ids[i] != j:
+                if not copied:
+                    ids, copied = ids.copy(), True
+                ids[i] = j
+        return ids, uniques, pos
+    ids, uniques, _ = table.cached(("pts.keyidx", key), build, on=LABELS, update=update)
+    return ids, uniques
 
 
 def all_keys_mask(table, keys) -> np.ndarray:
@@ -286,7 +310,7 @@ def match_counts(table, ns: str, sel: LabelSelector | None) -> np.ndarray:
     n = len(table)
     if sel is None or sel.empty:
         return np.zeros(n, dtype=np.int64)
-    store = table.cached(("pts.counts",), dict)
+    store = table.cached(("pts.counts",), dict, on=0)   # counts per row: only the layout matters
     key = (ns, sel)
     ent = store.pop(key, None)
     changes, end = table.journal_since(ent.pos if ent is not None else -1)
