@@ -81,7 +81,8 @@ def test_unknown_kind_warns(tmp_path):
     svc = "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
     p = run("schedule", "-f", write(tmp_path, NODE + svc), "-o", "json")
     assert p.returncode == 0
-    assert "Service" in p.stderr and "skipped" in p.stderr
+    assert "ignored 1 object: 1 Service (kind not used by the scheduler)" in p.stderr
+    assert json.loads(p.stdout)["ignored"][0]["reason"] == "kind Service is not used by the scheduler"
 
 
 @pytest.mark.parametrize("text,needles", [
@@ -189,9 +190,11 @@ def test_volcano_objects_without_volcano_conf_warn(tmp_path):
     f = write(tmp_path, NODE + "---\n" + PODGROUP % 2)
     p = run("schedule", "-f", f, "-o", "json")
     assert p.returncode == 0, p.stderr
-    assert "PodGroup team/pg1: Volcano objects are scheduled only with a volcano-scheduler.conf" in p.stderr
-    assert "(no --config was given); ignored" in p.stderr
-    assert json.loads(p.stdout)["podGroups"] == []
+    assert "ignored 1 object: 1 PodGroup (Volcano object without a volcano-scheduler.conf)" in p.stderr
+    out = json.loads(p.stdout)
+    assert out["podGroups"] == []
+    assert out["ignored"] == [{"kind": "PodGroup", "name": "team/pg1", "source": f, "reason": (
+        "Volcano objects are scheduled only with a volcano-scheduler.conf as --config (no --config was given)")}]
 
 
 def test_volcano_objects_without_volcano_conf_are_validated(tmp_path):

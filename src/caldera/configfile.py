@@ -11,18 +11,28 @@ from typing import Any
 
 from .batch.actions import ACTIONS
 from .batch.conf import VolcanoConf, is_volcano_conf, parse_volcano_conf
-from .batch.plugins import PLUGINS
+from .batch.plugins import PLUGINS, argument_warnings
 from .config.defaults import default_config
-from .config.loader import decode_document, read_document
+from .config.loader import decode_document, is_kube_config, read_config_documents, select_configuration
 from .config.types import SchedulerConfig
+
+# The key Volcano's Helm chart and docs put the conf under in the scheduler's ConfigMap
+VOLCANO_CONF_KEY = "volcano-scheduler.conf"
 
 
 def load_config(path: str | None, registry: Mapping[str, Callable[..., Any]]) -> SchedulerConfig | VolcanoConf:
     """None -> kube's default configuration; else the file, defaulted and validated: a
-    KubeSchedulerConfiguration (SchedulerConfig) or a volcano-scheduler.conf (VolcanoConf)."""
+    KubeSchedulerConfiguration (SchedulerConfig) or a volcano-scheduler.conf (VolcanoConf),
+    given as is or inside a ConfigMap (`data["volcano-scheduler.conf"]`, or the one data value
+    that is a configuration), as deployed. A VolcanoConf's `warnings` list the plugin arguments
+    that have no effect; the drivers print them."""
     if path is None:
         return default_config(registry)
-    doc = read_document(path)
+    doc, source = select_configuration(
+        read_config_documents(path), path, accepts=lambda d: is_kube_config(d) or is_volcano_conf(d),
+        expected="a KubeSchedulerConfiguration or a volcano-scheduler.conf", preferred_key=VOLCANO_CONF_KEY)
     if isinstance(doc, dict) and is_volcano_conf(doc):
-        return parse_volcano_conf(doc, path, ACTIONS, PLUGINS)
-    return decode_document(doc, path, registry)
+        conf = parse_volcano_conf(doc, source, ACTIONS, PLUGINS)
+        conf.warnings.extend(argument_warnings(conf))
+        return conf
+    return decode_document(doc, source, registry)

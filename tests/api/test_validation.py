@@ -6,18 +6,26 @@ from __future__ import annotations
 
 import pytest
 
-from caldera.api.selectors import requirement_errors
+from caldera.api.selectors import node_affinity_errors, requirement_errors
 from caldera.api.validation import (
     aggregate,
+    already_exists,
     dns1035_label_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
+    field_duplicate,
+    field_forbidden,
     field_invalid,
+    field_not_supported,
+    field_required,
+    format_quantity,
     go_quote,
     is_qualified_name,
     label_value_errors,
+    object_meta_errors,
     qualified_name_errors,
 )
+from caldera.errors import InputError
 
 # ---- TestIsDNS1123Label ---------------------------------------------------------------------------
 DNS1123_LABEL_GOOD = ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2",
@@ -189,3 +197,79 @@ def test_go_quote_and_aggregate():
     assert aggregate(["x"]) == "x"
     assert aggregate(["x", "x"]) == "x"
     assert aggregate(["x", "y", "x"]) == "[x, y]"
+
+
+# ---- Quantity.String (apimachinery resource/quantity_test.go canonical forms) -----------------------
+@pytest.mark.parametrize(("value", "want"), [
+    ("0", "0"), ("0Mi", "0"), ("2", "2"), ("2000m", "2"), ("500m", "500m"), ("0.5", "500m"), (0.5, "500m"),
+    (3, "3"), ("1000", "1k"), ("1001", "1001"), ("1.5", "1500m"), ("100n", "100n"), ("1u", "1u"),
+    ("1Ki", "1Ki"), ("1024", "1024"), ("1024Mi", "1Gi"), ("1536Mi", "1536Mi"), ("1.5Gi", "1536Mi"),
+    ("0.5Gi", "512Mi"), ("512Ki", "512Ki"), ("0.5Ki", "512"), ("1.1Ki", "1126400m"),
+    ("1e3", "1e3"), ("1.5e3", "1500"), ("1E6", "1e6"), ("12e6", "12e6"), ("-1", "-1"), ("-1024Mi", "-1Gi"),
+    ("5M", "5M"), ("5000k", "5M"), ("1G", "1G"),
+])
+def test_format_quantity(value, want):
+    assert format_quantity(value) == want
+
+
+def test_field_errors():
+    """field.Error's Error() for each type the validation uses (pkg/util/validation/field)."""
+    assert field_required("spec.containers") == "spec.containers: Required value"
+    assert field_required("a.values", "must be x") == "a.values: Required value: must be x"
+    assert field_forbidden("value", "no") == "value: Forbidden: no"
+    assert field_invalid("w", 0, "must be in the range 1-100") == "w: Invalid value: 0: must be in the range 1-100"
+    assert field_invalid("q", "500m", "must be an integer", quote=False) == "q: Invalid value: 500m: must be an integer"
+    assert field_not_supported("p", "X", ("A", "B")) == 'p: Unsupported value: "X": supported values: "A", "B"'
+    assert field_duplicate("g[1]", "a") == 'g[1]: Duplicate value: "a"'
+    assert already_exists("pods", "x") == 'pods "x" already exists'
+
+
+def test_object_meta_errors():
+    assert object_meta_errors("ok", "default", {"a": "b"}, {"Example.com/Key": "v"}) == []
+    errs = object_meta_errors("a" * 254, "x.y", {"k": "-v"}, {"-a": ""})
+    assert [e.split(": Invalid value")[0] for e in errs] == [
+        "metadata.name", "metadata.namespace", "metadata.labels", "metadata.annotations"]
+    assert errs[0].endswith("must be no more than 253 characters")
+    assert errs[1].endswith("must not contain dots")
+    big = {"a": "x" * (256 * 1024)}
+    assert object_meta_errors("n", None, {}, big) == ["metadata.annotations: Too long: must have at most 262144 bytes"]
+
+
+def test_node_affinity_errors():
+    """validateNodeAffinity: kube's messages; what the API server lets through is left to the
+    scheduler's parse (invalid label values in preferred terms, Gt/Lt values that are no integer)."""
+    req = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref = "preferredDuringSchedulingIgnoredDuringExecution"
+
+    def na(*exprs, fields=(), preferred=None):
+        out = {req: {"nodeSelectorTerms": [{"matchExpressions": list(exprs), "matchFields": list(fields)}]}}
+        if preferred is not None:
+            out = {pref: preferred}
+        return out
+
+    p = f"na.{req}.nodeSelectorTerms[0]"
+    assert node_affinity_errors(na({"key": "k", "operator": "Gt", "values": ["abc"]}), "na") == []
+    assert node_affinity_errors(na({"key": "k", "operator": "Exists", "values": ["a"]}), "na") == [
+        f"{p}.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or "
+        "'DoesNotExist'"]
+    assert node_affinity_errors(na({"key": "k", "operator": "Lt", "values": ["1", "2"]}), "na") == [
+        f"{p}.matchExpressions[0].values: Required value: must be specified single value when `operator` is 'Lt' "
+        "or 'Gt'"]
+    assert node_affinity_errors(na({"key": "k", "operator": "In", "values": ["a b"]}), "na") == [
+        f'{p}.matchExpressions[0].values[0]: Invalid value: "a b": ' + LABEL_VALUE]
+    assert node_affinity_errors(na({"key": "bad key", "operator": "Exists"}), "na") == [
+        f'{p}.matchExpressions[0].key: Invalid value: "bad key": ' + NAME_PART]
+    assert node_affinity_errors(na(fields=[{"key": "metadata.name", "operator": "Exists"}]), "na") == [
+        f'{p}.matchFields[0].operator: Invalid value: "Exists": not a valid selector operator']
+    assert node_affinity_errors(na(fields=[{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]),
+                                "na") == [
+        f"{p}.matchFields[0].values: Required value: must be only one value when `operator` is 'In' or 'NotIn' "
+        "for node field selector"]
+    assert node_affinity_errors(na(fields=[{"key": "metadata.name", "operator": "In", "values": ["N1"]}]), "na") == [
+        f'{p}.matchFields[0].values[0]: Invalid value: "N1": ' + SUBDOMAIN]
+    # preferred terms: label values are not checked (they may match on a single-node cluster)
+    assert node_affinity_errors(na(preferred=[{"weight": 101, "preference": {"matchExpressions": [
+        {"key": "k", "operator": "In", "values": ["a b"]}]}}]), "na") == [
+        f"na.{pref}[0].weight: Invalid value: 101: must be in the range 1-100"]
+    with pytest.raises(InputError, match=r"^na\.requiredDuringSchedulingIgnoredDuringExecution: must be a mapping"):
+        node_affinity_errors({req: []}, "na")

@@ -42,8 +42,15 @@ def pod(ns, name, node="", phase="Pending", req=None, group="", labels=None, sel
         meta["uid"] = uid
     if creation:
         meta["creationTimestamp"] = creation
+    resources: dict = {"requests": dict(req or {})}
+    # resources that cannot be overcommitted (extended ones, hugepages) need a limit equal to the
+    # request, or the API server refuses the pod (Volcano's BuildPod leaves them out)
+    fixed = {k: v for k, v in (req or {}).items()
+             if ("/" in k and "kubernetes.io/" not in k) or k.startswith("hugepages-")}
+    if fixed:
+        resources["limits"] = fixed
     spec = {"schedulerName": scheduler,
-            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": dict(req or {})}}]}
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}]}
     if node:
         spec["nodeName"] = node
     if selector:

@@ -452,18 +452,18 @@ def test_no_double_counting_for_inqueue_job_with_binding_tasks():
         {"name": "capacity", "enabledAllocatable": True, "enabledOverused": True, "enableJobEnqueued": True}])
     n1 = node("n1", R("4", "8Gi", {"pods": "10"}))
     pga = pg("pgA", "q1", "Inqueue", min_member=3, min_resources=R("3", "3Gi"))
-    pas = [pend_pod(f"pA{i}", R("1", "1Gi"), "pgA") for i in (1, 2, 3)]
+    pas = [pend_pod(f"pa{i}", R("1", "1Gi"), "pgA") for i in (1, 2, 3)]
     q1 = q("q1", None, R("4", "8Gi"))
     # cycle 1: allocate jobA (its pods get bound, its PodGroup stays Inqueue)
     res1 = run([n1, pga, *pas, q1], go_conf("allocate", conf["tiers"][0]["plugins"]))
     bound = outcome(res1)["bind"]
-    assert bound == {"ns1/pA1": "n1", "ns1/pA2": "n1", "ns1/pA3": "n1"}
+    assert bound == {"ns1/pa1": "n1", "ns1/pa2": "n1", "ns1/pa3": "n1"}
     for p in pas:
         p["spec"]["nodeName"] = bound[f"ns1/{p['metadata']['name']}"]
     # cycle 2: jobB arrives; 1 CPU is left and must not be counted twice for jobA
     pgb = pg("pgB", "q1", "Pending", min_resources=R("1", "1Gi"))
-    res2 = run([n1, pga, *pas, q1, pgb, pend_pod("pB1", R("1", "1Gi"), "pgB")], conf)
-    check(res2, bind={"ns1/pB1": "n1"})
+    res2 = run([n1, pga, *pas, q1, pgb, pend_pod("pb1", R("1", "1Gi"), "pgB")], conf)
+    check(res2, bind={"ns1/pb1": "n1"})
 
 
 # ---- TestJobEnqueuedOnOtherPluginsReject ---------------------------------------------------------
@@ -483,7 +483,7 @@ def test_job_enqueued_on_other_plugins_reject(monkeypatch):
                                {"name": "test-rejecter", "enableJobEnqueued": True}])
     res1cpu = R("1", "1G")
     docs = [node("n1", R("4", "4G", {"pods": "10"})),
-            pend_pod("podA", res1cpu, "pgA"), pend_pod("podB", res1cpu, "pgB"),
+            pend_pod("pod-a", res1cpu, "pgA"), pend_pod("pod-b", res1cpu, "pgB"),
             pg("pgA", "q1", "Pending", min_resources=res1cpu), pg("pgB", "q1", "Pending", min_resources=res1cpu),
             q("q1", R("1", "4G"), R("1", "4G"))]
     check(run(docs, conf), phase={"ns1/pgB": "Inqueue", "ns1/pgA": "Pending"})

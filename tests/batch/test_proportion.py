@@ -229,23 +229,23 @@ def no_double_docs(cycle: int):
             queue("q1", 1, capability=rl("4", "8Gi")),
             podgroup("ns1", "pgA", 3, "q1", "Inqueue", rl("3", "3Gi"))]
     on = "n1" if cycle == 2 else ""
-    docs += [pod("ns1", f"pA{i}", on, "Pending", rl("1", "1Gi"), "pgA") for i in (1, 2, 3)]
+    docs += [pod("ns1", f"pa{i}", on, "Pending", rl("1", "1Gi"), "pgA") for i in (1, 2, 3)]
     if cycle == 2:
         docs += [podgroup("ns1", "pgB", 1, "q1", "Pending", rl("1", "1Gi")),
-                 pod("ns1", "pB1", "", "Pending", rl("1", "1Gi"), "pgB")]
+                 pod("ns1", "pb1", "", "Pending", rl("1", "1Gi"), "pgB")]
     return docs
 
 
 def test_no_double_counting_for_inqueue_job_with_binding_tasks():
     # cycle 1: jobA's three tasks are allocated and bound
-    assert outcome(run(no_double_docs(1), NO_DOUBLE_CONF))["bind"] == {f"ns1/pA{i}": "n1" for i in (1, 2, 3)}
+    assert outcome(run(no_double_docs(1), NO_DOUBLE_CONF))["bind"] == {f"ns1/pa{i}": "n1" for i in (1, 2, 3)}
     # cycle 2: they are bound (allocated status) while pgA is still Inqueue; its minResources are
     # covered by them, so jobB's 1 CPU fits the 4-CPU queue (3 allocated + 0 inqueue + 1)
     ssn = open_session(no_double_docs(2), NO_DOUBLE_CONF)
     q1 = plugin(ssn).queue_opts["q1"]
     assert q1.allocated.cpu == 3000.0 and q1.inqueue.cpu == 0.0
     helpers.close_session(ssn)
-    assert outcome(run(no_double_docs(2), NO_DOUBLE_CONF))["bind"] == {"ns1/pB1": "n1"}
+    assert outcome(run(no_double_docs(2), NO_DOUBLE_CONF))["bind"] == {"ns1/pb1": "n1"}
 
 
 # ---- TestJobEnqueuedOnOtherPluginsReject -----------------------------------------------------
@@ -263,8 +263,8 @@ def test_job_enqueued_only_after_all_plugins_admit(monkeypatch):
     monkeypatch.setitem(PLUGINS, "test-rejecter", "unused:Unused")
     monkeypatch.setattr(runner, "plugin_class", lambda n: RejecterPlugin if n == "test-rejecter" else real(n))
     docs = [node("n1", {"cpu": "4", "memory": "4G", "pods": "10"}),
-            pod("ns1", "podA", "", "Pending", rl("1", "1G"), "pgA"),
-            pod("ns1", "podB", "", "Pending", rl("1", "1G"), "pgB"),
+            pod("ns1", "pod-a", "", "Pending", rl("1", "1G"), "pgA"),
+            pod("ns1", "pod-b", "", "Pending", rl("1", "1G"), "pgB"),
             podgroup("ns1", "pgA", 1, "q1", "Pending", rl("1", "1G")),
             podgroup("ns1", "pgB", 1, "q1", "Pending", rl("1", "1G")),
             queue("q1", 1, capability=rl("1", "4G"))]

@@ -359,12 +359,13 @@ def test_failed_scheduling_message_mixed_statuses():
                            "for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 
-def test_pdb_v1beta1_is_skipped_with_warning(tmp_path):
+def test_pdb_v1beta1_is_skipped_and_listed_as_ignored(tmp_path):
     f = tmp_path / "m.yaml"
     f.write_text("apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: old}\n"
                  "spec: {selector: {matchLabels: {a: b}}}\n")
     c = load_cluster([str(f)])
-    assert c.pdbs == [] and any("use policy/v1" in w for w in c.warnings)
+    assert c.pdbs == [] and [i.reason for i in c.ignored] == [
+        "policy/v1beta1 PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1"]
 
 
 def test_fit_error_message_counts_absent_nodes_and_appends_postfilter_verbatim():

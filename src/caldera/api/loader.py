@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass
+from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass, check_priority_class
+from .output import API_NOT_SERVED, KIND_NOT_USED, Ignored, object_name
 from .pdb import PodDisruptionBudget
 from .reader import MANIFEST_SUFFIXES, read_documents
+from .validation import already_exists
 
 __all__ = ["MANIFEST_SUFFIXES", "Cluster", "load_cluster", "read_documents", "resolve_priorities"]
 
@@ -23,6 +25,14 @@ class Cluster:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     other: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (source, doc) of kinds others consume
     warnings: list[str] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)    # objects read and not used, in input order
+    # (kind, ns/name) -> (file, position in the input) of Pods, PDBs and Volcano objects
+    where: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
+    documents: int = 0                                      # objects read (0: the input was empty)
+
+    def where_of(self, kind: str, key: str) -> tuple[str, int]:
+        """(file, position) of an object read from the input; ("<input>", after all) if unknown."""
+        return self.where.get((kind, key), ("<input>", 1 << 62))
 
 
 def _describe(doc: dict[str, Any], index: int) -> str:
@@ -33,7 +43,7 @@ def _describe(doc: dict[str, Any], index: int) -> str:
     name = meta.get("name")
     ns = meta.get("namespace")
     if name:
-        return f"{kind} {ns + '/' if ns else ''}{name}"
+        return f"{kind} {f'{ns}/' if ns else ''}{name}"
     return f"document {index} ({kind})"
 
 
@@ -44,39 +54,53 @@ def load_cluster(paths: list[str]) -> Cluster:
     c = Cluster()
     seen_nodes: set[str] = set()
     seen_pods: set[str] = set()
+    seen_pdbs: set[str] = set()
     for seq, (source, idx, doc) in enumerate(read_documents(paths)):
+        c.documents += 1
         kind = doc.get("kind")
         api = str(doc.get("apiVersion") or "")
         try:
+            if kind is not None and not isinstance(kind, str):
+                raise InputError(f"kind: must be a string, got {type(kind).__name__}")
             if kind == "Node":
-                n = Node(doc)
+                n = Node(doc, validate=True)
                 if n.name in seen_nodes:
-                    raise InputError("duplicate Node name")
+                    raise InputError(already_exists("nodes", n.name))
                 seen_nodes.add(n.name)
                 c.nodes.append(n)
             elif kind == "Pod":
-                p = Pod(doc, seq)
+                p = Pod(doc, seq, validate=True)
                 if p.key in seen_pods:
-                    raise InputError("duplicate Pod")
+                    raise InputError(already_exists("pods", p.name))
                 seen_pods.add(p.key)
                 c.pods.append(p)
+                c.where[("Pod", p.key)] = (source, seq)
             elif kind == "PriorityClass":
                 pc = PriorityClass(doc)
+                check_priority_class(pc, api, c.priority_classes)
                 c.priority_classes[pc.name] = pc
             elif kind == "PodDisruptionBudget" and api == "policy/v1":
                 pdb = PodDisruptionBudget(doc)
+                if pdb.key in seen_pdbs:
+                    raise InputError(already_exists("poddisruptionbudgets.policy", pdb.name))
+                seen_pdbs.add(pdb.key)
                 if not pdb.has_status:
                     c.warnings.append(f"{source}: {_describe(doc, idx)}: no status.disruptionsAllowed; 0 assumed "
                                       "(preemption reads only the status the disruption controller computes)")
                 c.pdbs.append(pdb)
+                c.where[("PodDisruptionBudget", pdb.key)] = (source, seq)
             elif kind == "PodDisruptionBudget":
-                c.warnings.append(f"{source}: {_describe(doc, idx)}: apiVersion {api!r} is not served since "
-                                  "Kubernetes 1.25; use policy/v1 (skipped)")
+                c.ignored.append(Ignored(kind, object_name(doc), source, f"{api or '(no apiVersion)'} "
+                                         "PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1",
+                                         API_NOT_SERVED, seq))
             elif kind in CONSUMED_ELSEWHERE and "volcano.sh" in api:
                 c.other.append((source, doc))
+                c.where[(kind, object_name(doc))] = (source, seq)
             else:
-                c.warnings.append(f"{source}: {_describe(doc, idx)}: kind {kind!r} is not used by the scheduler; "
-                                  "skipped")
+                kname = str(kind or "(no kind)")
+                what = f"{kname} ({api})" if kind in CONSUMED_ELSEWHERE else kname
+                c.ignored.append(Ignored(kname, object_name(doc), source,
+                                         f"kind {what} is not used by the scheduler", KIND_NOT_USED, seq))
         except InputError as e:
             raise InputError(e.problem, source, _describe(doc, idx)) from None
     resolve_priorities(c)
@@ -84,10 +108,11 @@ def load_cluster(paths: list[str]) -> Cluster:
 
 
 def resolve_priorities(c: Cluster) -> None:
-    """What the Priority admission plugin does: spec.priority from priorityClassName or globalDefault."""
+    """What the Priority admission plugin does: spec.priority from priorityClassName or globalDefault
+    (of several globalDefault classes, which only a race lets a cluster have, the lowest value)."""
     default: PriorityClass | None = None
     for pc in c.priority_classes.values():
-        if pc.global_default and (default is None or pc.value > default.value):
+        if pc.global_default and (default is None or pc.value < default.value):
             default = pc
     for p in c.pods:
         if p.explicit_priority:

@@ -1,37 +1,154 @@
 """Read manifest files (files, directories, stdin) into documents.
 
 Accepts multi-document YAML, JSON, and `kind: List` wrappers, as `kubectl get -o yaml` prints
-them. Every error names the file, the document index, and the problem.
+them. Every error names the file, the document index, and the problem. Parsing is `parse`'s
+(fast, PyYAML's meaning, a depth limit); a Pod's parts that nothing in Caldera reads are dropped
+as it is read (`UNREAD_POD_FIELDS`), so a cluster dump costs memory only for what is used.
 """
 from __future__ import annotations
 
-import json
+import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import InputError
+from .parse import load_file, load_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
+# What kubectl prints of a Pod that no scheduler, simulator or output reads: bookkeeping metadata,
+# the pod's and its containers' runtime settings, the kubelet's per-container status, the pod's
+# IPs, the volumes no scheduling decision looks at (UNREAD_VOLUMES: configuration and scratch
+# space, unlike claims and disks), and the conditions of a pod not being deleted (only a
+# terminating pod's DisruptionTarget condition is read, by preemption). Dropped as documents are
+# read, before they are decoded; the rest stays in `Pod.raw`. Whoever starts reading one of these
+# fields takes it out of here.
+UNREAD_POD_FIELDS = {
+    "metadata": ("managedFields", "ownerReferences", "resourceVersion"),
+    "spec": ("securityContext", "dnsPolicy", "dnsConfig", "enableServiceLinks", "serviceAccount",
+             "serviceAccountName", "automountServiceAccountToken", "restartPolicy"),
+    "status": ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "podIPs", "hostIPs",
+               "podIP", "hostIP"),
+    "containers": ("env", "envFrom", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+                   "volumeMounts", "volumeDevices", "command", "args", "terminationMessagePath",
+                   "terminationMessagePolicy", "imagePullPolicy", "securityContext", "workingDir",
+                   "stdin", "stdinOnce", "tty"),
+}
+UNREAD_VOLUMES = frozenset({"projected", "configMap", "secret", "downwardAPI", "emptyDir"})
+_UNREAD = {part: frozenset(keys) for part, keys in UNREAD_POD_FIELDS.items()}
+_UNREAD_STATUS_NOT_TERMINATING = _UNREAD["status"] | {"conditions"}
+# Equal strings are made one (`_shared`) in files this big: below, the walk costs more time than
+# the memory it saves is worth.
+SHARE_FROM_BYTES = 16 << 20
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+# Told (source, characters parsed so far, characters in the source) while a source is parsed.
+ReadProgress = Callable[[str, int, int], None]
+_progress: ContextVar[ReadProgress | None] = ContextVar("caldera_read_progress", default=None)
+
+
+@contextmanager
+def reading_progress(callback: ReadProgress | None) -> Iterator[None]:
+    """Within the block, `read_documents` reports its progress to `callback`."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
 
 def _load_text(text: str, source: str) -> list[Any]:
+    return _load(source, lambda: text, None)
+
+
+def _load(source: str, read: Callable[[], str], path: str | None) -> list[Any]:
+    """The documents of one source; a file is given to `parse.load_file`, which reads a big
+    kubectl List a block at a time. Each List item read in slices is slimmed as it is read."""
+    shared: dict[str, str] = {}
+
+    share = [False]
+
+    def slim(obj: Any, tree: bool) -> Any:
+        if not isinstance(obj, dict):
+            return obj
+        if obj.get("kind") == "Pod":
+            _slim_pod(obj)
+        return _shared(obj, shared) if tree and share[0] else obj
+
+    report = _progress.get()
+    advance = None
+    total = [0]
+    if report is not None:
+        done = [0]
+
+        def advance(n: int) -> None:
+            done[0] = min(done[0] + n, total[0])     # (a List parsed again whole counts twice)
+            report(source, done[0], total[0])
     try:
-        if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
-            try:
-                data = json.loads(text)
-                return data if isinstance(data, list) else [data]
-            except json.JSONDecodeError:
-                pass  # YAML is a superset; let the YAML parser produce the error message
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"malformed YAML{where}: {problem}", source) from None
+        if path is not None:
+            total[0] = os.path.getsize(path)
+            share[0] = total[0] >= SHARE_FROM_BYTES
+            docs = load_file(path, source, advance, slim)
+        else:
+            text = read()
+            total[0] = len(text)
+            share[0] = total[0] >= SHARE_FROM_BYTES
+            docs = load_text(text, source, advance, slim)
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", source) from None
+    if report is not None:
+        report(source, total[0], total[0])
+    return docs
+
+
+def _shared(obj: Any, shared: dict[str, str]) -> Any:
+    """A copy of `obj` in which equal keys and equal short string values are one string. A YAML
+    parser makes a new string for each, and a cluster dump repeats the same few hundred (keys,
+    phases, operators, timestamps, node names, images): most of a pod's strings."""
+    if type(obj) is dict:
+        return {(shared.setdefault(k, k) if type(k) is str else k):
+                (_shared(v, shared) if type(v) is dict or type(v) is list else
+                 shared.setdefault(v, v) if type(v) is str and len(v) <= 64 else v) for k, v in obj.items()}
+    if type(obj) is list:
+        return [_shared(v, shared) if type(v) is dict or type(v) is list else
+                shared.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
+    return obj
+
+
+def _slim_pod(doc: dict[str, Any]) -> None:
+    """Drop, in place, the fields of UNREAD_POD_FIELDS (only from mappings: a malformed part
+    stays for the decoder to report). Set intersections find the few present in C."""
+    meta, spec, status = doc.get("metadata"), doc.get("spec"), doc.get("status")
+    if isinstance(meta, dict):
+        for k in meta.keys() & _UNREAD["metadata"]:
+            del meta[k]
+    if isinstance(status, dict):
+        drop = _UNREAD["status"]
+        if not (isinstance(meta, dict) and meta.get("deletionTimestamp") is not None):
+            drop = _UNREAD_STATUS_NOT_TERMINATING
+        for k in status.keys() & drop:
+            del status[k]
+    if isinstance(spec, dict):
+        for k in spec.keys() & _UNREAD["spec"]:
+            del spec[k]
+        vols = spec.get("volumes")
+        if isinstance(vols, list):
+            kept = [v for v in vols if not (isinstance(v, dict) and len(v) == 2 and "name" in v
+                                            and not UNREAD_VOLUMES.isdisjoint(v))]
+            if len(kept) < len(vols):
+                spec["volumes"] = kept
+        drop = _UNREAD["containers"]
+        for key in _CONTAINER_LISTS:
+            cs = spec.get(key)
+            if isinstance(cs, list):
+                for c in cs:
+                    if isinstance(c, dict):
+                        for k in c.keys() & drop:
+                            del c[k]
 
 
 def _flatten(docs: Iterable[object], source: str) -> list[tuple[int, dict[str, Any]]]:
@@ -45,24 +162,29 @@ def _flatten(docs: Iterable[object], source: str) -> list[tuple[int, dict[str, A
             for j, item in enumerate(d.get("items") or []):
                 if not isinstance(item, dict):
                     raise InputError(f"document {i} item {j}: expected a mapping", source)
+                if item.get("kind") == "Pod":
+                    _slim_pod(item)
                 out.append((i, item))
         else:
+            if d.get("kind") == "Pod":
+                _slim_pod(d)
             out.append((i, d))
     return out
 
 
-def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str]]]:
-    out = []
+def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str], str | None]]:
+    """(name, read, file path or None) of each source, directories expanded in name order."""
+    out: list[tuple[str, Callable[[], str], str | None]] = []
     for p in paths:
         if p == "-":
-            out.append(("<stdin>", sys.stdin.read))
+            out.append(("<stdin>", sys.stdin.read, None))
             continue
         path = Path(p)
         if path.is_dir():
             files = sorted(f for f in path.iterdir() if f.is_file() and f.suffix in MANIFEST_SUFFIXES)
-            out.extend((str(f), f.read_text) for f in files)
+            out.extend((str(f), f.read_text, str(f)) for f in files)
         elif path.is_file():
-            out.append((str(path), path.read_text))
+            out.append((str(path), path.read_text, str(path)))
         else:
             raise InputError("no such file or directory", p)
     return out
@@ -70,11 +192,7 @@ def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str]]]:
 
 def read_documents(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     docs = []
-    for source, read in _sources(paths):
-        try:
-            text = read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot read: {e}", source) from None
-        for i, d in _flatten(_load_text(text, source), source):
+    for source, read, path in _sources(paths):
+        for i, d in _flatten(_load(source, read, path), source):
             docs.append((source, i, d))
     return docs

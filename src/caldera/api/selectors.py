@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from .quantity import INT64_MAX, INT64_MIN
-from .validation import field_invalid, label_value_errors, qualified_name_errors
+from .validation import (
+    dns1123_subdomain_errors,
+    field_forbidden,
+    field_invalid,
+    field_required,
+    label_value_errors,
+    qualified_name_errors,
+)
 
 _LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
 _NODE_OPS = _LABEL_OPS | {"Gt", "Lt"}
@@ -81,7 +88,7 @@ def _requirement(expr: object, ops: set[str], where: str) -> Requirement:
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
     if not isinstance(key, str) or not key:
         raise InputError(f"{where}: 'key' must be a non-empty string")
-    if op not in ops:
+    if not isinstance(op, str) or op not in ops:
         raise InputError(f"{where}: operator {op!r} is not one of {sorted(ops)}")
     if not isinstance(values, list):
         raise InputError(f"{where}: 'values' must be a list")
@@ -90,13 +97,10 @@ def _requirement(expr: object, ops: set[str], where: str) -> Requirement:
         raise InputError(f"{where}: operator {op} needs at least one value")
     if op in ("Exists", "DoesNotExist") and values:
         raise InputError(f"{where}: operator {op} takes no values")
-    if op in ("Gt", "Lt"):
-        if len(values) != 1:
-            raise InputError(f"{where}: operator {op} needs exactly one value")
-        try:
-            int(values[0])
-        except ValueError:
-            raise InputError(f"{where}: operator {op} needs an integer value, got {values[0]!r}") from None
+    if op in ("Gt", "Lt") and len(values) != 1:
+        # a value that is no integer is the lazy parse's to report (requirement_errors): the API
+        # server accepts it, a required term with it matches no node, a preferred one fails PreScore
+        raise InputError(f"{where}: operator {op} needs exactly one value")
     return Requirement(key, op, values)
 
 
@@ -206,3 +210,111 @@ def parse_preferred_terms(items: object, where: str) -> tuple[PreferredTerm, ...
             raise InputError(f"{where}[{i}].weight: must be an integer in 1..100, got {w!r}")
         out.append(PreferredTerm(w, parse_node_selector_term(it.get("preference") or {}, f"{where}[{i}].preference")))
     return tuple(out)
+
+
+# ---- API validation of a pod's node affinity (pkg/apis/core/validation validateNodeAffinity) -----
+_IN_NOTIN = ("In", "NotIn")
+
+
+def _node_requirement_errors(rq: object, path: str, fields: bool, check_values: bool) -> list[str]:
+    """ValidateNodeSelectorRequirement (matchExpressions; label values checked in required terms
+    only) or ValidateNodeFieldSelectorRequirement (matchFields). Malformed structure, which kube
+    rejects when it decodes the JSON, is reported with the parsers' own messages."""
+    if not isinstance(rq, dict):
+        raise InputError(f"{path}: expected a mapping with key/operator/values")
+    key, op, values = rq.get("key"), rq.get("operator"), rq.get("values")
+    if key is not None and not isinstance(key, str):
+        raise InputError(f"{path}: 'key' must be a non-empty string")
+    if op is not None and not isinstance(op, str):
+        raise InputError(f"{path}: operator {op!r} is not one of {sorted(_NODE_OPS)}")
+    if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+        raise InputError(f"{path}: 'values' must be a list of strings")
+    key, op, values = key or "", op or "", values or []
+    errs: list[str] = []
+    if fields:
+        if op in _IN_NOTIN:
+            if len(values) != 1:
+                errs.append(field_required(f"{path}.values", "must be only one value when `operator` is 'In' or "
+                                                             "'NotIn' for node field selector"))
+        else:
+            errs.append(field_invalid(f"{path}.operator", op, "not a valid selector operator"))
+        if key != "metadata.name":
+            errs.append(field_invalid(f"{path}.key", key, "not a valid field selector key"))
+        else:
+            errs += [field_invalid(f"{path}.values[{i}]", v, m)
+                     for i, v in enumerate(values) for m in dns1123_subdomain_errors(v)]
+        return errs
+    if op in _IN_NOTIN:
+        if not values:
+            errs.append(field_required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            errs.append(field_forbidden(f"{path}.values", "may not be specified when `operator` is 'Exists' or "
+                                                          "'DoesNotExist'"))
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(field_required(f"{path}.values", "must be specified single value when `operator` is 'Lt' "
+                                                         "or 'Gt'"))
+    else:
+        errs.append(field_invalid(f"{path}.operator", op, "not a valid selector operator"))
+    errs += [field_invalid(f"{path}.key", key, m) for m in qualified_name_errors(key)]
+    if check_values:
+        errs += [field_invalid(f"{path}.values[{i}]", v, m)
+                 for i, v in enumerate(values) for m in label_value_errors(v)]
+    return errs
+
+
+def _node_term_errors(term: object, path: str, check_values: bool) -> list[str]:
+    """ValidateNodeSelectorTerm."""
+    if not isinstance(term, dict):
+        raise InputError(f"{path}: a node selector term must be a mapping")
+    errs: list[str] = []
+    for part, fields in (("matchExpressions", False), ("matchFields", True)):
+        items = term.get(part)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise InputError(f"{path}.{part}: must be a list")
+        for j, rq in enumerate(items):
+            errs += _node_requirement_errors(rq, f"{path}.{part}[{j}]", fields, check_values)
+    return errs
+
+
+def node_affinity_errors(na: object, path: str) -> list[str]:
+    """The API server's errors for a pod's spec.affinity.nodeAffinity at `path` (validateNodeAffinity
+    on create): a required selector needs a term, every requirement a valid operator and value
+    count, a qualified-name key and (required terms only) label values; matchFields only
+    metadata.name In/NotIn one node name; preferred weights 1..100. A Gt/Lt value that is no
+    integer is accepted, as by kube (the scheduler's parse rejects it later). Malformed structure
+    raises InputError. The scheduler's parsers (parse_node_selector, parse_preferred_terms) accept
+    every affinity without errors."""
+    if not isinstance(na, dict):
+        raise InputError(f"{path}: must be a mapping")
+    errs: list[str] = []
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        rpath = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        if not isinstance(req, dict):
+            raise InputError(f"{rpath}: must be a mapping with nodeSelectorTerms")
+        terms = req.get("nodeSelectorTerms")
+        if terms is not None and not isinstance(terms, list):
+            raise InputError(f"{rpath}.nodeSelectorTerms: must be a list")
+        if not terms:
+            errs.append(field_required(f"{rpath}.nodeSelectorTerms", "must have at least one node selector term"))
+        for i, t in enumerate(terms or ()):
+            errs += _node_term_errors(t, f"{rpath}.nodeSelectorTerms[{i}]", check_values=True)
+    pref = na.get("preferredDuringSchedulingIgnoredDuringExecution")
+    if pref is not None:
+        ppath = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+        if not isinstance(pref, list):
+            raise InputError(f"{ppath}: must be a list")
+        for i, it in enumerate(pref):
+            if not isinstance(it, dict):
+                raise InputError(f"{ppath}[{i}]: must be a mapping with weight and preference")
+            w = it.get("weight") or 0
+            if not isinstance(w, int) or isinstance(w, bool):
+                raise InputError(f"{ppath}[{i}].weight: must be an integer in 1..100, got {w!r}")
+            if not 1 <= w <= 100:
+                errs.append(field_invalid(f"{ppath}[{i}].weight", w, "must be in the range 1-100"))
+            errs += _node_term_errors(it.get("preference") or {}, f"{ppath}[{i}].preference", check_values=False)
+    return errs

@@ -5,8 +5,10 @@ The checks of k8s.io/apimachinery v0.35.4 (the version Caldera is tested against
   IsQualifiedName and IsValidLabelValue alias): their length errors say "bytes";
 - DNS-1123 labels and subdomains, DNS-1035 labels (pkg/util/validation/validation.go): their
   length errors say "characters" (util/validation's own MaxLenError);
-- the field errors callers wrap them in (pkg/util/validation/field) and the aggregate of
-  several errors (pkg/util/errors).
+- the field errors callers wrap them in (pkg/util/validation/field), the aggregate of
+  several errors (pkg/util/errors) and AlreadyExists (pkg/api/errors);
+- ObjectMeta on create (pkg/api/validation/objectmeta.go: name, namespace, labels, annotations);
+- a quantity as kube prints it in messages (resource.Quantity.String).
 
 Each `*_errors` function returns kube's list of messages, empty when the value is valid. Go
 measures lengths in bytes (UTF-8) and anchors its regexps at the very end of the text, so
@@ -16,8 +18,11 @@ also accept a trailing newline).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Final
+
+from .quantity import NANO, parse_nano
 
 # ---- formats (the Go constants, verbatim) ----------------------------------------------------
 _LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -178,9 +183,41 @@ def go_quote(s: str) -> str:
     return "".join(out)
 
 
-def field_invalid(path: str, value: str, detail: str) -> str:
-    """field.Invalid(path, value, detail).Error() for a string value."""
-    return f"{path}: Invalid value: {go_quote(value)}: {detail}"
+def field_invalid(path: str, value: str | int, detail: str, *, quote: bool = True) -> str:
+    """field.Invalid(path, value, detail).Error(): a string value quoted (%q), an integer as is;
+    quote=False for a value kube prints through its String() method (a resource.Quantity)."""
+    v = go_quote(value) if isinstance(value, str) and quote else str(value)
+    return f"{path}: Invalid value: {v}: {detail}"
+
+
+def field_required(path: str, detail: str = "") -> str:
+    """field.Required(path, detail).Error()."""
+    return f"{path}: Required value: {detail}" if detail else f"{path}: Required value"
+
+
+def field_forbidden(path: str, detail: str) -> str:
+    """field.Forbidden(path, detail).Error()."""
+    return f"{path}: Forbidden: {detail}"
+
+
+def field_not_supported(path: str, value: str, supported: Sequence[str]) -> str:
+    """field.NotSupported(path, value, supported).Error() for a string value."""
+    return f"{path}: Unsupported value: {go_quote(value)}: supported values: " + ", ".join(map(go_quote, supported))
+
+
+def field_duplicate(path: str, value: str) -> str:
+    """field.Duplicate(path, value).Error() for a string value."""
+    return f"{path}: Duplicate value: {go_quote(value)}"
+
+
+def field_too_long(path: str, max_bytes: int) -> str:
+    """field.TooLong(path, value, max).Error() (the value is never shown)."""
+    return f"{path}: Too long: must have at most {max_bytes} bytes"
+
+
+def already_exists(resource: str, name: str) -> str:
+    """apierrors.NewAlreadyExists(resource, name).Error(): a second object of one kind and name."""
+    return f'{resource} "{name}" already exists'
 
 
 def aggregate(msgs: list[str]) -> str:
@@ -190,3 +227,94 @@ def aggregate(msgs: list[str]) -> str:
         return msgs[0] if msgs else ""
     seen = list(dict.fromkeys(msgs))
     return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
+
+
+# ---- object metadata (pkg/api/validation objectmeta.go, meta/v1/validation) -----------------------
+TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * (1 << 10)
+
+
+@lru_cache(maxsize=8192)
+def _label_errors(key: str, value: str, path: str) -> tuple[str, ...]:
+    return (tuple(field_invalid(path, key, m) for m in qualified_name_errors(key))
+            + tuple(field_invalid(path, value, m) for m in label_value_errors(value)))
+
+
+def labels_errors(labels: Mapping[str, str], path: str) -> list[str]:
+    """ValidateLabels(labels, path): every key a qualified name, every value a label value."""
+    errs: list[str] = []
+    for k, v in labels.items():
+        errs.extend(_label_errors(k, v, path))
+    return errs
+
+
+@lru_cache(maxsize=8192)
+def _annotation_key_errors(key: str, path: str) -> tuple[str, ...]:
+    # "the rule is QualifiedName except that case doesn't matter"
+    return tuple(field_invalid(path, key, m) for m in qualified_name_errors(key.lower()))
+
+
+def annotations_errors(annotations: Mapping[str, str], path: str) -> list[str]:
+    """ValidateAnnotations(annotations, path): qualified-name keys (any case), 256 KiB in all."""
+    errs: list[str] = []
+    size = 0
+    for k, v in annotations.items():
+        errs.extend(_annotation_key_errors(k, path))
+        size += _go_len(k) + _go_len(v)
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(field_too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errs
+
+
+def object_meta_errors(name: str, namespace: str | None, labels: Mapping[str, str],
+                       annotations: Mapping[str, str]) -> list[str]:
+    """ValidateObjectMeta on create with NameIsDNSSubdomain (the rule of Pods, Nodes,
+    PriorityClasses, PodDisruptionBudgets): the name a DNS-1123 subdomain, the namespace (None for
+    a cluster-scoped object) a DNS-1123 label, then labels and annotations. The name is present
+    (read_meta has required it)."""
+    errs = [field_invalid("metadata.name", name, m) for m in dns1123_subdomain_errors(name)]
+    if namespace is not None:
+        errs += [field_invalid("metadata.namespace", namespace, m) for m in dns1123_label_errors(namespace)]
+    if labels:
+        errs += labels_errors(labels, "metadata.labels")
+    if annotations:
+        errs += annotations_errors(annotations, "metadata.annotations")
+    return errs
+
+
+# ---- quantities as kube prints them (resource.Quantity.String) ------------------------------------
+_QUANTITY_SUFFIX = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?(.*)")
+_BINARY_SUFFIXES: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES: Final = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def format_quantity(value: object) -> str:
+    """Quantity.String() of a manifest quantity: the canonical form in the format its suffix
+    chose (CanonicalizeBytes). DecimalSI and DecimalExponent take the mantissa with its trailing
+    zeros moved into a base-10 exponent, lowered to a multiple of 3 ("2000m" is "2", "1000" is
+    "1k", "1.5e3" is "1500"); BinarySI takes the largest power of 1024 that divides the value
+    ("1024Mi" is "1Gi"), or falls back to DecimalSI when the value is below 1024 or fractional.
+    `value` must parse (callers format quantities they have read)."""
+    nano = parse_nano(value)
+    if nano == 0:
+        return "0"
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    m = _QUANTITY_SUFFIX.fullmatch(text)
+    suffix = m.group(1) if m else ""
+    sign = "-" if nano < 0 else ""
+    a = abs(nano)
+    if suffix in _BINARY_SUFFIXES[1:] and a >= 1024 * NANO and a % NANO == 0:
+        v, exp = a // NANO, 0
+        while v % 1024 == 0:
+            v //= 1024
+            exp += 1
+        return f"{sign}{v}{_BINARY_SUFFIXES[exp]}"
+    exp = -9
+    while a % 10 == 0:
+        a //= 10
+        exp += 1
+    r = exp % 3
+    a, exp = a * 10 ** r, exp - r
+    exponent_form = suffix[:1] in ("e", "E")
+    if exponent_form or exp not in _DECIMAL_SUFFIXES:
+        return f"{sign}{a}e{exp}" if exp else f"{sign}{a}"
+    return f"{sign}{a}{_DECIMAL_SUFFIXES[exp]}"

@@ -4,7 +4,9 @@ Parsed as Volcano's UnmarshalSchedulerConf does: unset enable flags become true
 (ApplyPluginConfDefaults; `enableHierarchy` and `enabledClusterOrder` are not defaulted), the
 action list is a comma string, drf hierarchy with proportion in one tier is rejected. Unlike
 Volcano (whose YAML decoder ignores them), unknown keys are errors: a misspelt flag silently
-left at its default is exactly the bug a user cannot find.
+left at its default is exactly the bug a user cannot find. Plugin `arguments` are a free-form map
+in Volcano too; the keys no plugin reads become `warnings` (plugins.argument_warnings, which the
+loader in configfile.py runs), not errors.
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ class VolcanoConf:
     tiers: list[Tier]
     configurations: dict[str, dict] = field(default_factory=dict)
     source: str = "<default>"
+    warnings: list[str] = field(default_factory=list)   # what the conf sets that has no effect (the drivers print them)
 
     def action_args(self, action: str) -> dict:
         return self.configurations.get(action, {})

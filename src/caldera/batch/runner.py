@@ -6,12 +6,14 @@ import time
 from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
-from ..api.output import PassOutput
+from ..api.objects import Pod
+from ..api.output import NOT_FOR_VOLCANO, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
 from .actions import ACTIONS
 from .api.info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
 from .api.reasons import pod_message
-from .cache.snapshot import VOLCANO_SCHEDULER, build_snapshot
+from .cache.snapshot import VOLCANO_SCHEDULER, Snapshot, build_snapshot
 from .conf import VolcanoConf
+from .controller.vcjob import JOB_NAME
 from .framework.session import Session
 from .plugins import plugin_class
 
@@ -30,9 +32,25 @@ class SessionResult(PassOutput):
 
 def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
                  scheduler_name: str | None = None) -> tuple[Session, list[str]]:
+    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
+    return ssn, snap.warnings
+
+
+def _open(cluster: Cluster, conf: VolcanoConf, *, seed: int, explain: bool,
+          scheduler_name: str | None) -> tuple[Session, Snapshot]:
     snap = build_snapshot(cluster, scheduler_name or VOLCANO_SCHEDULER)
-    assert snap.nodes is not None       # build_snapshot always builds them
-    ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, cluster.priority_classes, seed=seed, explain=explain)
+    ssn = open_snapshot(snap, conf, cluster.priority_classes, seed=seed, explain=explain)
+    return ssn, snap
+
+
+def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, seed: int = 0,
+                  explain: bool = False) -> Session:
+    """A session over `snap` (built by build_snapshot, or kept between sessions by
+    cache/incremental.py): the plugins of every tier, opened in order; their warnings are added
+    to snap.warnings."""
+    assert snap.nodes is not None       # a snapshot always has its nodes
+    ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, priority_classes, seed=seed, explain=explain,
+                  total=snap.total)
     ssn.podgroups = snap.podgroups
     ssn.rr_start = 0
     for tier in conf.tiers:
@@ -43,7 +61,33 @@ def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain:
             ssn.plugins[opt.name] = plugin
             plugin.on_session_open(ssn)
             snap.warnings.extend(getattr(plugin, "warnings", ()))
-    return ssn, snap.warnings
+    return ssn
+
+
+def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str) -> list[Ignored]:
+    """What the session did not use, besides what the cluster's loader already set aside: pending
+    pods of other schedulers (running ones do use their nodes), pods bound to nodes not in the
+    input, and PodDisruptionBudgets (Volcano's pdb plugin is not modelled)."""
+    out: list[Ignored] = []
+
+    def where(p: Pod) -> str:
+        source = cluster.where_of("Pod", p.key)[0]
+        job = p.labels.get(JOB_NAME)
+        if source == "<input>" and job:      # a pod of a Volcano Job: the Job's file
+            source = cluster.where_of("Job", f"{p.namespace}/{job}")[0]
+        return source
+
+    for p in snap.foreign_pending:
+        out.append(Ignored("Pod", p.key, where(p), f'schedulerName "{p.scheduler_name}" is not the Volcano '
+                           f'scheduler\'s ("{scheduler_name}")', SCHEDULER_NAME, p.seq))
+    for p in snap.unknown_node:
+        out.append(Ignored("Pod", p.key, where(p), f'bound to node "{p.node_name}", which is not in the input',
+                           UNKNOWN_NODE, p.seq))
+    for pdb in cluster.pdbs:
+        source, order = cluster.where_of("PodDisruptionBudget", pdb.key)
+        out.append(Ignored("PodDisruptionBudget", pdb.key, source, "PodDisruptionBudgets are not used by the "
+                           "Volcano scheduler (its pdb plugin is not modelled)", NOT_FOR_VOLCANO, order))
+    return out
 
 
 def close_session(ssn: Session) -> None:
@@ -69,10 +113,11 @@ def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
 
 def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
                 scheduler_name: str | None = None) -> SessionResult:
-    res = SessionResult(warnings=list(cluster.warnings))
+    res = SessionResult(warnings=list(cluster.warnings), ignored=list(cluster.ignored))
     t0 = time.perf_counter()
-    ssn, warns = open_session(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
-    res.warnings += warns
+    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
+    res.warnings += snap.warnings
+    res.ignored += ignored_objects(cluster, snap, scheduler_name or VOLCANO_SCHEDULER)
     ssn.timings = {"open": (time.perf_counter() - t0) * 1000.0}
     for name in conf.actions:
         ta = time.perf_counter()

@@ -62,6 +62,8 @@ def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_de
     logging.getLogger("urllib3").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
     registry = build_registry()
     config = load_config(config_path, registry)
+    for w in getattr(config, "warnings", ()):      # a volcano-scheduler.conf's arguments with no effect
+        click.echo(f"caldera: warning: {w}", err=True)
     opts = RunOptions(leader_elect=leader_elect, lease_duration=lease_duration, renew_deadline=renew_deadline,
                       retry_period=retry_period, lease_namespace=lease_namespace, lease_name=lease_name,
                       metrics_addr=metrics_addr, bind_workers=bind_workers, seed=seed,

@@ -4,9 +4,11 @@ from __future__ import annotations
 import json
 
 import click
+import orjson
 import yaml
 
-from ..api.loader import load_cluster
+from ..api.loader import Cluster, load_cluster
+from ..api.output import NO_VOLCANO_CONF, Ignored, ignored_summary, object_name
 from ..batch.cache.snapshot import volcano_objects
 from ..batch.conf import VolcanoConf
 from ..batch.runner import run_session
@@ -14,6 +16,7 @@ from ..configfile import load_config
 from ..engine.oneshot import run_pass
 from ..errors import ConfigError
 from ..plugins.registry import build_registry
+from . import progress
 
 
 @click.command()
@@ -31,7 +34,9 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
     registry = build_registry()
     config = load_config(config_path, registry)
     if isinstance(config, VolcanoConf):
-        cluster = load_cluster(list(files))
+        for w in config.warnings:
+            click.echo(f"caldera: warning: {w}", err=True)
+        cluster = _load(files)
         result = run_session(cluster, config, seed=seed, explain=explain, scheduler_name=scheduler_name)
         return _emit(result, output)
     if scheduler_name is not None and config.profile(scheduler_name) is None:
@@ -40,35 +45,75 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
         else:
             raise ConfigError(f"{config_path}: no profile has schedulerName {scheduler_name!r}; "
                               f"profiles: {[p.scheduler_name for p in config.profiles]}")
-    cluster = load_cluster(list(files))
+    cluster = _load(files)
     _ignore_volcano_objects(cluster, config_path)
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
 
 
-def _ignore_volcano_objects(cluster, config_path) -> None:
+def _load(files) -> Cluster:
+    with progress.loading():      # a bar on stderr, only on a terminal and past a couple of seconds
+        cluster = load_cluster(list(files))
+    if not cluster.documents:
+        cluster.warnings.append(f"no objects in {', '.join('<stdin>' if f == '-' else f for f in files)}")
+    return cluster
+
+
+def _ignore_volcano_objects(cluster: Cluster, config_path: str | None) -> None:
     """Volcano objects given with a kube configuration are validated (a malformed one is still an
-    input error) and then ignored, with a warning each."""
+    input error) and then ignored."""
     if not cluster.other:
         return
     volcano_objects(cluster)
     why = ("--config is a KubeSchedulerConfiguration" if config_path else "no --config was given")
     for source, doc in cluster.other:
-        meta = doc.get("metadata") or {}
-        ns = meta.get("namespace")
-        cluster.warnings.append(f"{source}: {doc.get('kind')} {ns + '/' if ns else ''}{meta.get('name', '?')}: "
-                                f"Volcano objects are scheduled only with a volcano-scheduler.conf as --config "
-                                f"({why}); ignored")
+        name = object_name(doc)
+        cluster.ignored.append(Ignored(str(doc.get("kind")), name, source,
+                                       f"Volcano objects are scheduled only with a volcano-scheduler.conf as "
+                                       f"--config ({why})", NO_VOLCANO_CONF,
+                                       cluster.where_of(str(doc.get("kind")), name)[1]))
 
 
 def _emit(result, output):
     for w in result.warnings:
         click.echo(f"caldera: warning: {w}", err=True)
+    summary = ignored_summary(result.ignored, "-o json lists them" if output == "table"
+                              else 'listed under "ignored"')
+    if summary:
+        click.echo(f"caldera: warning: {summary}", err=True)
     data = result.to_dict()
     if output == "json":
-        click.echo(json.dumps(data, indent=2))
+        click.echo(_json_text(data))
     elif output == "yaml":
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
         from .table import render
         render(data)
+
+
+def _json_text(data) -> str:
+    """json.dumps(data, indent=2), character for character, through orjson (json's indented
+    encoder is pure Python: some 10x slower on a big pass's output) unless the data holds what the
+    two write differently: non-ASCII text, non-finite floats, floats in exponent notation."""
+    if not _orjson_safe(data):
+        return json.dumps(data, indent=2)
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        return json.dumps(data, indent=2)
+    return text if text.isascii() else json.dumps(data, indent=2)
+
+
+def _orjson_safe(data) -> bool:
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if not all(type(k) is str for k in x):
+                return False
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, float) and not (x == 0.0 or 1e-4 <= abs(x) < 1e16):
+            return False
+    return True

@@ -41,19 +41,21 @@ def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed, until, 
     if schedule_period <= 0:
         raise InputError("--schedule-period must be > 0 seconds", "<command line>")
     configs = list(config_paths)
-    sim_run.validate_configs(configs)
+    config_warnings = sim_run.validate_configs(configs)
     cluster = read_cluster(list(cluster_paths))
     workload = read_workload(list(workload_paths), priority_classes=cluster.priority_classes)
     if not workload.pods:
         workload.warnings.append(f"the workload ({', '.join(workload_paths)}) has no pods; nothing will be scheduled")
     if not cluster.nodes:
         cluster.warnings.append(f"the cluster ({', '.join(cluster_paths)}) has no nodes; no pod can start")
-    for w in cluster.warnings + workload.warnings:
+    for w in config_warnings + cluster.warnings + workload.warnings:
         click.echo(f"caldera: warning: {w}", err=True)
     out = Path(out_dir)
     specs = [sim_run.RunSpec(name, path, str(out), seed=seed, until=until, charge_cycle_time=charge_cycle_time,
                              schedule_period=schedule_period)
              for name, path in zip(sim_run.run_names(configs), configs or [None])]
+    click.echo(f"caldera: simulating {len(workload.pods)} pods on {len(cluster.nodes)} nodes, "
+               f"{len(specs)} run(s); Ctrl-C stops and writes what was simulated so far", err=True)
     results = _run(specs, cluster, workload, jobs or sim_run.default_jobs(), ray_address)
     from ..sim.report import write_comparison
     write_comparison(out, results)
@@ -75,8 +77,9 @@ def _run(specs, cluster, workload, jobs, ray_address):
 
 
 class _Progress:
-    """A rich progress bar per run on a terminal (simulated time against the last arrival);
-    nothing when stderr is not a terminal."""
+    """A rich progress bar per run on a terminal (simulated time against the last arrival); when
+    stderr is not a terminal, a line when each replay starts and one every LOG_EVERY s of wall time."""
+    LOG_EVERY = 30.0
 
     def __init__(self, specs, workload):
         import sys
@@ -85,6 +88,19 @@ class _Progress:
         self.bar = None
         self.tasks: list = []
         self.specs = specs
+        self.logged: dict[int, float] = {}      # run -> wall time of its last line (not a terminal)
+
+    def _log(self, i: int, now: float, events: int) -> None:
+        import time
+        t = time.monotonic()
+        last = self.logged.get(i)
+        if last is None:
+            click.echo(f"caldera: {self.specs[i].name}: replay started", err=True)
+        elif t - last >= self.LOG_EVERY:
+            click.echo(f"caldera: {self.specs[i].name}: t={now:.0f}s, {events} events", err=True)
+        else:
+            return
+        self.logged[i] = t
 
     def __enter__(self):
         if self.enabled:
@@ -98,6 +114,8 @@ class _Progress:
 
     def update(self, i: int, now: float, events: int) -> None:
         if self.bar is None:
+            if events >= 0:
+                self._log(i, now, events)
             return
         if events < 0:
             self.bar.update(self.tasks[i], completed=self.horizon, now=now)

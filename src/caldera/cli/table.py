@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -42,30 +43,47 @@ def render(data: dict, console: Console | None = None) -> None:
         _explain_table(con, pod, ex)
 
 
+# Column headers of the explain table: plugin names shortened so a row fits 80 columns; the
+# legend under each table spells out the ones it uses.
 SHORT = {"NodeResourcesFit": "Fit", "NodeResourcesBalancedAllocation": "Balanced",
          "TaintToleration": "Taint", "NodeAffinity": "NodeAff", "PodTopologySpread": "Spread",
-         "InterPodAffinity": "PodAff", "ImageLocality": "Image"}
+         "InterPodAffinity": "PodAff", "ImageLocality": "Image",
+         # Volcano's nodeorder reports the kube scorers it wraps, NodeResourcesFit per strategy
+         "NodeResourcesFit_LeastAllocated": "Fit(LA)", "NodeResourcesFit_MostAllocated": "Fit(MA)"}
 
 
-def _explain_table(con: Console, pod: str, ex: dict) -> None:
+def _legend(plugins: list[str]) -> str:
+    """The caption under an explain table: what its shortened headers stand for, and how to
+    read the scores."""
+    names = [f"{SHORT[p]}={p}" for p in plugins if SHORT.get(p, p) != p]
+    if "nodeorder" in plugins:      # a Volcano session: node-order plugins by conf name
+        how = "total = sum of the conf's plugins; kube-named columns (0-100) are nodeorder's parts."
+    else:
+        how = "Scores 0-100, unweighted; total = weighted sum."
+    return (", ".join(names) + ". " if names else "") + how
+
+
+def _explain_table(con: Console, pod: str, ex: dict, padding: int = 1) -> None:
     scores = ex.get("scores") or {}
     plugins: list[str] = []
     for row in scores.values():
         for k in row:
             if k != "total" and k not in plugins:
                 plugins.append(k)
-    t = Table(title=f"Explain {pod}", caption="per-plugin scores; total is the weighted sum the scheduler ranks by"
-              if plugins else None)
+    t = Table(title=f"Explain {pod}", caption=_legend(plugins) if plugins else None, padding=(0, padding))
     t.add_column("Node", style="bold")
-    for p in plugins:
-        t.add_column(SHORT.get(p, p), justify="right")
-    if scores:
-        t.add_column("total", justify="right", style="bold")
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1].get("total", 0))
+    for p in plugins + (["total"] if scores else []):
+        # never cut a score short, nor a header (it folds onto a second line when space is short)
+        width = max(len(str(row.get(p, "-"))) for _, row in ranked)
+        t.add_column(SHORT.get(p, p), justify="right", min_width=width, overflow="fold",
+                     style="bold" if p == "total" else None)
     t.add_column("Filter", overflow="fold")
     tot = ["total"] if scores else []
-    ranked = sorted(scores.items(), key=lambda kv: -kv[1].get("total", 0))
     for node, row in ranked:
         t.add_row(node, *[str(row.get(p, "-")) for p in plugins + tot], "[green]passed[/]")
     for node, reason in sorted((ex.get("filtered") or {}).items()):
         t.add_row(node, *["" for _ in plugins + tot], f"[red]{reason}[/]")
+    if padding and Measurement.get(con, con.options.update_width(10_000), t).minimum > con.width:
+        return _explain_table(con, pod, ex, padding=0)     # many plugins: no cell padding
     con.print(t)

@@ -1,7 +1,9 @@
 """One scheduling pass over a Cluster read from manifests (`caldera schedule`).
 
 Running pods (spec.nodeName set, not Succeeded/Failed) are accounted on their nodes; pending pods
-are popped in QueueSort order and each is scheduled against the state the pods before it left.
+of the configuration's profiles (by spec.schedulerName, as kube-scheduler takes only its own) are
+popped in QueueSort order and each is scheduled against the state the pods before it left; the
+others are listed as `ignored`.
 Each pod gets one attempt: a pod that preempts is nominated, its victims are evicted, and (as in
 kube-scheduler) it binds in a later cycle, not in this pass.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
-from ..api.output import PassOutput
+from ..api.output import BEING_DELETED, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
 from ..config.types import SchedulerConfig
 from ..framework.queue import SchedulingQueue
 from ..state.nodetable import NodeTable
@@ -29,25 +31,42 @@ class PassResult(PassOutput):
         return self.output(nominations=self.nominations)
 
 
-def build_table(cluster: Cluster, warnings: list[str]) -> NodeTable:
+def build_table(cluster: Cluster, ignored: list[Ignored]) -> NodeTable:
+    """The nodes with their running pods; a pod bound to a node not in the input is `ignored`."""
     table = NodeTable(cluster.nodes)
     for p in cluster.pods:
         if not p.node_name or p.finished:
             continue
         i = table.index.get(p.node_name)
         if i is None:
-            warnings.append(f"Pod {p.key}: bound to node {p.node_name!r}, which is not in the input; ignored")
+            ignored.append(Ignored("Pod", p.key, cluster.where_of("Pod", p.key)[0],
+                                   f'bound to node "{p.node_name}", which is not in the input', UNKNOWN_NODE, p.seq))
             continue
         table.add_pod(p, i)
     return table
 
 
-def pending_pods(cluster: Cluster, scheduler_name: str | None) -> list:
+def pending_pods(cluster: Cluster, profiles: list[str], scheduler_name: str | None,
+                 ignored: list[Ignored]) -> list:
+    """The pending pods this pass schedules: those whose schedulerName is one of the `profiles`
+    (only `scheduler_name` when given), as kube-scheduler takes only the pods of its profiles.
+    Pending pods of other schedulers and pending pods being deleted are `ignored`."""
     out = []
     for p in cluster.pods:
-        if p.node_name or p.finished or p.terminating:
+        if p.node_name or p.finished:
             continue
+        why = None
         if scheduler_name is not None and p.scheduler_name != scheduler_name:
+            why = (f'schedulerName "{p.scheduler_name}" is not the one --scheduler-name selects '
+                   f'("{scheduler_name}")', SCHEDULER_NAME)
+        elif scheduler_name is None and p.scheduler_name not in profiles:
+            why = (f'schedulerName "{p.scheduler_name}" is not a profile of this configuration '
+                   f'(profiles: {", ".join(profiles)})', SCHEDULER_NAME)
+        elif p.terminating:
+            why = ("pending and being deleted (metadata.deletionTimestamp is set); kube-scheduler skips it",
+                   BEING_DELETED)
+        if why is not None:
+            ignored.append(Ignored("Pod", p.key, cluster.where_of("Pod", p.key)[0], *why, p.seq))
             continue
         out.append(p)
     return out
@@ -55,8 +74,10 @@ def pending_pods(cluster: Cluster, scheduler_name: str | None) -> list:
 
 def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, scheduler_name: str | None = None,
              explain: bool = False, registry=None) -> PassResult:
-    res = PassResult(warnings=list(cluster.warnings))
-    table = build_table(cluster, res.warnings)
+    """One pass over the pending pods of the configuration's profiles (of `scheduler_name` only,
+    when given); what it does not use is `ignored`, after the cluster's own."""
+    res = PassResult(warnings=list(cluster.warnings), ignored=list(cluster.ignored))
+    table = build_table(cluster, res.ignored)
     sched = Scheduler(config, table, registry, seed=seed, explain=explain)
     sched.pdbs = cluster.pdbs
     if explain:
@@ -69,7 +90,9 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
     queue = SchedulingQueue(fw0.less, clock=lambda: now[0],
                             pre_enqueue=lambda p: sched.framework_for(p).run_pre_enqueue(p),
                             sort_key=getattr(sort_plugin, "sort_key", None))
-    pending = sorted(pending_pods(cluster, scheduler_name), key=lambda p: (p.creation or 0.0, p.seq))
+    profiles = [p.scheduler_name for p in config.profiles]
+    pending = sorted(pending_pods(cluster, profiles, scheduler_name, res.ignored),
+                     key=lambda p: (p.creation or 0.0, p.seq))
     for p in pending:
         now[0] = max(now[0], p.creation or 0.0)
         if p.nominated_node_name:

@@ -45,11 +45,16 @@ def run_names(config_paths: list[str]) -> list[str]:
     return names
 
 
-def validate_configs(config_paths: list[str]) -> None:
-    """Load every configuration once, so a broken one is a one-line error before any run starts."""
+def validate_configs(config_paths: list[str]) -> list[str]:
+    """Load every configuration once, so a broken one is a one-line error before any run starts;
+    returns their warnings (a volcano-scheduler.conf's plugin arguments that have no effect)."""
     registry = build_registry()
+    warnings: list[str] = []
     for p in config_paths:
-        load_config(p, registry)
+        config = load_config(p, registry)
+        if isinstance(config, VolcanoConf):
+            warnings.extend(config.warnings)
+    return warnings
 
 
 def simulate(spec: RunSpec, cluster: Cluster, workload: Workload,

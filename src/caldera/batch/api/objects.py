@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...api.objects import parse_time, read_meta
 from ...api.podresources import parse_resources
+from ...api.validation import already_exists
 from ...errors import InputError
 from .resource import Resource
 
@@ -34,6 +35,34 @@ def _int(spec: dict, key: str, default: int, where: str = "spec", minimum: int =
     if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
         raise InputError(f"{where}.{key}: must be an integer >= {minimum}, got {v!r}")
     return v
+
+
+def _str_map(meta: dict, key: str) -> dict[str, str]:
+    """metadata.labels / annotations as strings; InputError when not a mapping."""
+    v = meta.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(f"metadata.{key}: must be a mapping of strings, got {type(v).__name__}")
+    return {str(k): "" if x is None else str(x) for k, x in v.items()}
+
+
+# the resource a second object of one name is reported on (apierrors.NewAlreadyExists)
+_RESOURCES = {"PodGroup": "podgroups.scheduling.volcano.sh", "Queue": "queues.scheduling.volcano.sh",
+              "Job": "jobs.batch.volcano.sh"}
+
+
+def check_unique(seen: set[tuple[str, str]], kind: object, doc: dict) -> None:
+    """Record a PodGroup, Queue (cluster-scoped) or Job read from the input in `seen`; a second
+    one of the same kind and (namespace/)name raises the API server's AlreadyExists."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(kind, str) or kind not in _RESOURCES or not isinstance(name, str) or not isinstance(meta, dict):
+        return
+    key = (kind, name if kind == "Queue" else f"{meta.get('namespace') or 'default'}/{name}")
+    if key in seen:
+        raise InputError(already_exists(_RESOURCES[kind], name))
+    seen.add(key)
 
 
 def parse_go_bool(value) -> bool | None:
@@ -73,8 +102,8 @@ class PodGroup:
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
         self.uid = str(meta.get("uid") or f"{self.namespace}-{self.name}")
-        self.labels = dict(meta.get("labels") or {})
-        self.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        self.labels = _str_map(meta, "labels")
+        self.annotations = _str_map(meta, "annotations")
         self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
         self.seq = seq
         self.implicit = implicit
@@ -133,7 +162,7 @@ class Queue:
         meta, self.name = read_meta(raw, "Queue")
         self.uid = self.name      # Volcano keys queues by name
         self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
-        self.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        self.annotations = _str_map(meta, "annotations")
         self.seq = seq
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}

@@ -7,14 +7,16 @@ pod without one becomes a group of one (the PodGroup Volcano's controller would 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...api.loader import Cluster, resolve_priorities
-from ...api.objects import Pod
+from ...api.objects import Pod, PriorityClass
 from ...errors import InputError
 from ..api.info import COMPLETED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
 from ..api.nodes import BatchNodes
-from ..api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup, Queue
+from ..api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup, Queue, check_unique
+from ..api.resource import Resource
 
 VOLCANO_SCHEDULER = "volcano"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -28,6 +30,8 @@ class Snapshot:
         self.podgroups: dict[str, PodGroup] = {}
         self.warnings: list[str] = []
         self.foreign_pending: list[Pod] = []
+        self.unknown_node: list[Pod] = []     # running pods bound to a node not in the snapshot (not used)
+        self.total: Resource | None = None    # nodes.total(), when kept with the nodes (incremental.py)
 
 
 def volcano_objects(cluster: Cluster) -> tuple[list[PodGroup], list[Queue], list[Pod]]:
@@ -37,37 +41,70 @@ def volcano_objects(cluster: Cluster) -> tuple[list[PodGroup], list[Queue], list
     pgs: list[PodGroup] = []
     queues: list[Queue] = []
     extra_pods: list[Pod] = []
+    seen: set[tuple[str, str]] = set()
     for seq, (source, doc) in enumerate(cluster.other):
         kind = doc.get("kind")
-        meta = doc.get("metadata") or {}
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):      # (the object's parser reports it)
+            meta = {}
         ns = meta.get("namespace")
-        what = f"{kind} {ns + '/' if ns else ''}{meta.get('name', '?')}"
+        what = f"{kind} {f'{ns}/' if ns else ''}{meta.get('name', '?')}"
         try:
             if kind == "PodGroup":
                 pgs.append(PodGroup(doc, seq))
             elif kind == "Queue":
                 queues.append(Queue(doc, seq))
             elif kind == "Job":
-                pg_doc, pod_docs = expand_job(doc)
+                pg_doc, pod_docs = expand_job(doc, pods_before=len(cluster.pods) + len(extra_pods))
                 pgs.append(PodGroup(pg_doc, seq))
-                extra_pods.extend(Pod(p, 1_000_000 + seq) for p in pod_docs)
+                extra_pods.extend(Pod(p, 1_000_000 + seq, validate=True) for p in pod_docs)
+            check_unique(seen, kind, doc)
         except InputError as e:
             raise InputError(e.problem, source, what) from None
     return pgs, queues, extra_pods
 
 
-def _job_priority(pg: PodGroup, cluster: Cluster) -> int:
-    pc = cluster.priority_classes.get(pg.priority_class_name) if pg.priority_class_name else None
+def job_priority(pg: PodGroup, priority_classes: Mapping[str, PriorityClass]) -> int:
+    """The job's priority: its PodGroup's priorityClassName, else the global default class, else 0."""
+    pc = priority_classes.get(pg.priority_class_name) if pg.priority_class_name else None
     if pc is not None:
         return pc.value
     if not pg.priority_class_name:
-        for c in cluster.priority_classes.values():
+        for c in priority_classes.values():
             if c.global_default:
                 return c.value
     return 0
 
 
-def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) -> Snapshot:
+def _job_priority(pg: PodGroup, cluster: Cluster) -> int:
+    return job_priority(pg, cluster.priority_classes)
+
+
+def implicit_group_key(p: Pod) -> str:
+    """The key of the PodGroup Volcano's controller creates for a pod without a group."""
+    return f"{p.namespace}/podgroup-{p.uid}"
+
+
+def implicit_podgroup(p: Pod) -> PodGroup:
+    """The PodGroup Volcano's controller creates for a pod without one: `podgroup-<pod uid>`,
+    minMember 1, minResources = the pod's requests, the pod's queue annotation and priority class."""
+    gname = f"podgroup-{p.uid}"
+    queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
+    raw: dict[str, Any] = {
+        "metadata": {"name": gname, "namespace": p.namespace, "uid": f"{p.namespace}-{gname}"},
+        "spec": {"minMember": 1, "queue": queue, "priorityClassName": p.priority_class_name,
+                 "minResources": {k: str(v) + ("m" if k == "cpu" else "") for k, v in p.requests.items()}},
+        "status": {"phase": "Pending"}}
+    if p.raw.get("metadata", {}).get("creationTimestamp"):
+        raw["metadata"]["creationTimestamp"] = p.raw["metadata"]["creationTimestamp"]
+    return PodGroup(raw, p.seq, implicit=True)
+
+
+def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER,
+                   implicit_phases: Mapping[str, str] | None = None) -> Snapshot:
+    """The session's snapshot of `cluster`. `implicit_phases`: the phases earlier sessions gave
+    the PodGroups Volcano's controller creates for pods without one (by key; default Pending),
+    which a cluster of manifests does not hold."""
     snap = Snapshot()
     pgs, queues, extra_pods = volcano_objects(cluster)
     if extra_pods:
@@ -103,18 +140,11 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) ->
                                      "(Volcano skips pods whose group does not exist)")
                 continue
         else:
-            gname = f"podgroup-{p.uid}"
-            key = f"{p.namespace}/{gname}"
+            key = implicit_group_key(p)
             if key not in snap.podgroups:
-                queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
-                raw: dict[str, Any] = {
-                    "metadata": {"name": gname, "namespace": p.namespace, "uid": f"{p.namespace}-{gname}"},
-                    "spec": {"minMember": 1, "queue": queue, "priorityClassName": p.priority_class_name,
-                             "minResources": {k: str(v) + ("m" if k == "cpu" else "") for k, v in p.requests.items()}},
-                    "status": {"phase": "Pending"}}
-                if p.raw.get("metadata", {}).get("creationTimestamp"):
-                    raw["metadata"]["creationTimestamp"] = p.raw["metadata"]["creationTimestamp"]
-                snap.podgroups[key] = PodGroup(raw, p.seq, implicit=True)
+                pg = snap.podgroups[key] = implicit_podgroup(p)
+                if implicit_phases:
+                    pg.phase = implicit_phases.get(key, pg.phase)
         job = snap.jobs.get(key)
         if job is None:
             pg = snap.podgroups[key]
@@ -140,7 +170,7 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER) ->
             continue
         ni = nodes.by_name.get(p.node_name)
         if ni is None:
-            snap.warnings.append(f"Pod {p.key}: bound to unknown node {p.node_name!r}; ignored")
+            snap.unknown_node.append(p)
             continue
         task = jobs_tasks.get(p.key)
         if task is None:

@@ -41,7 +41,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ...api.objects import SYSTEM_PRIORITY_CLASSES
+from ...api.objects import POD_BYTES, SYSTEM_PRIORITY_CLASSES, expansion_error
 from ...api.podresources import aggregate_container_requests, parse_resources_nano
 from ...api.quantity import NANO
 from ...api.resourcenames import is_extended
@@ -216,12 +216,15 @@ def _read_tasks(spec: dict, priorities: Mapping[str, int]) -> list[dict]:
     return tasks
 
 
-def expand_job(raw: dict, priority_classes: Mapping[str, int] | None = None) -> tuple[dict, list[dict]]:
+def expand_job(raw: dict, priority_classes: Mapping[str, int] | None = None, *,
+               pods_before: int = 0) -> tuple[dict, list[dict]]:
     """(PodGroup manifest, [Pod manifests]) for a batch.volcano.sh/v1alpha1 Job manifest.
 
     priority_classes maps PriorityClass names to values (the controller's pcLister); it orders
     tasks for minResources only. Raises InputError (one line: field, problem, fix) on a job
-    Volcano's webhooks would reject."""
+    Volcano's webhooks would reject, and, before creating any pod, on one whose replicas (with
+    the `pods_before` pods the input already holds) exceed Caldera's limits (MAX_PODS, the
+    machine's memory: api.objects.expansion_error)."""
     raw = _mapping(raw, "Job")
     meta = _mapping(raw.get("metadata"), "metadata")
     job = str(meta.get("name") or "")
@@ -238,6 +241,10 @@ def expand_job(raw: dict, priority_classes: Mapping[str, int] | None = None) -> 
     if not job_min:
         job_min = sum(t["minAvailable"] for t in tasks)
     total = sum(t["replicas"] for t in tasks)
+    per_pod = max((POD_BYTES + len(repr(t["spec"])) for t in tasks if t["replicas"]), default=POD_BYTES)
+    too_many = expansion_error(total, pods_before, per_pod, "tasks' replicas")
+    if too_many:
+        raise InputError(f"spec.tasks: {too_many}")
     if job_min > total:
         raise InputError(f"spec.minAvailable: job 'minAvailable' should not be greater than total replicas in tasks "
                          f"({job_min} > {total}); lower minAvailable or add replicas")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..api.info import JobInfo, QueueInfo, TaskInfo
 from ..api.nodes import BatchNodes
+from ..api.resource import Resource
 from ..conf import PluginOption, VolcanoConf
 from .statement import Statement
 
@@ -43,15 +44,18 @@ class Session:
     elapsed: float                    # seconds, open to close
 
     def __init__(self, conf: VolcanoConf, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo],
-                 nodes: BatchNodes, priority_classes: dict, seed: int = 0, explain: bool = False):
+                 nodes: BatchNodes, priority_classes: dict, seed: int = 0, explain: bool = False,
+                 total: Resource | None = None):
         self.conf = conf
         self.tiers = conf.tiers
         self.jobs = jobs
         self.queues = queues
         self.nodes = nodes
         self.priority_classes = priority_classes
-        self.total = nodes.total()
-        self.rng = np.random.default_rng(seed)
+        # the cluster's allocatable (`total`: nodes.total() computed earlier, for a kept snapshot)
+        self.total = nodes.total() if total is None else total.clone()
+        self._seed = seed
+        self._rng: np.random.Generator | None = None
         self.fns: dict[str, dict[str, Callable]] = {h: {} for h in HOOK_FLAGS}
         self.event_handlers: list[tuple[Callable | None, Callable | None]] = []
         self._alloc_handlers: list[Callable] = []
@@ -66,6 +70,13 @@ class Session:
         self.unschedulable_jobs: dict[str, str] = {}     # job uid -> condition message (gang)
         self.events: dict[str, list[tuple[str, str]]] = {}  # job uid -> PodGroup events (reason, message)
         self._task_cmp = functools.cmp_to_key(self.task_compare)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The session's seeded RNG (for ties Volcano breaks at random), made when first used."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._seed)
+        return self._rng
 
     # registration (the callback types are in hooks.py) ------------------------------------
     @overload

@@ -6,8 +6,8 @@ overloaded on the hook name, so a callback of the wrong shape is a type error).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -25,9 +25,38 @@ PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 
 class BatchPlugin:
-    """A Volcano plugin: `name` is its name in volcano-scheduler.conf, `args` its `arguments`."""
+    """A Volcano plugin: `name` is its name in volcano-scheduler.conf, `args` its `arguments`.
+
+    A plugin declares the `arguments` keys it reads (ARGUMENTS, or `arguments_read` when they
+    depend on other arguments) and the keys Volcano's plugin reads that Caldera does not support
+    (UNSUPPORTED, key -> why; UNSUPPORTED_PREFIXES); the conf loader warns about every other key
+    (Volcano ignores them silently)."""
 
     name = ""
+    ARGUMENTS: ClassVar[frozenset[str]] = frozenset()
+    UNSUPPORTED: ClassVar[Mapping[str, str]] = {}
+    UNSUPPORTED_PREFIXES: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def arguments_read(cls, arguments: Mapping[str, Any]) -> frozenset[str]:
+        """The keys of `arguments` this plugin reads, given the other arguments."""
+        return cls.ARGUMENTS
+
+    @classmethod
+    def unsupported(cls, key: str) -> str | None:
+        """Why Caldera ignores a key Volcano's plugin reads ("" when there is nothing to add), or
+        None when Volcano's plugin does not read it either."""
+        if key in cls.UNSUPPORTED:
+            return cls.UNSUPPORTED[key]
+        for prefix, why in cls.UNSUPPORTED_PREFIXES.items():
+            if key.startswith(prefix):
+                return why
+        return None
+
+    @classmethod
+    def unread_hint(cls, key: str, arguments: Mapping[str, Any]) -> str | None:
+        """Why a key that looks like one this plugin reads is not read (None: no special reason)."""
+        return None
 
     def __init__(self, arguments: dict[str, Any] | None = None, source: str = "volcano conf"):
         self.args = dict(arguments or {})

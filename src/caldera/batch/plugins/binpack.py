@@ -30,22 +30,35 @@ WEIGHT, CPU, MEMORY, RESOURCES = "binpack.weight", "binpack.cpu", "binpack.memor
 PREFIX = RESOURCES + "."
 
 
+def _resource_names(arguments) -> list[str]:
+    """The extra resources binpack.resources lists (Volcano: a non-string value lists none)."""
+    names = arguments.get(RESOURCES)
+    if not isinstance(names, str):
+        return []
+    return [n.strip() for n in names.split(",") if n.strip()]
+
+
 class BinpackPlugin(BatchPlugin):
     name = "binpack"
+    ARGUMENTS = frozenset({WEIGHT, CPU, MEMORY, RESOURCES})
+
+    @classmethod
+    def arguments_read(cls, arguments):
+        return cls.ARGUMENTS | {PREFIX + n for n in _resource_names(arguments)}
+
+    @classmethod
+    def unread_hint(cls, key, arguments):
+        if key.startswith(PREFIX):
+            return f'{RESOURCES} does not list "{key[len(PREFIX):]}"'
+        return None
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)
         self.weight = self.arg_int(WEIGHT, 1)
         cpu = self.arg_int(CPU, 1)
         mem = self.arg_int(MEMORY, 1)
-        names = self.args.get(RESOURCES)
-        if not isinstance(names, str):
-            names = ""            # Volcano: a non-string value is no extra resource
         res: dict[str, int] = {}
-        for n in names.split(","):
-            n = n.strip()
-            if not n:
-                continue
+        for n in _resource_names(self.args):
             w = self.arg_int(PREFIX + n, 1)
             res[n] = 1 if w < 0 else w
         res["cpu"] = 1 if cpu < 0 else cpu

@@ -69,6 +69,7 @@ def _prefer_no_schedule(table) -> bool:
 
 class NodeOrderPlugin(BatchPlugin):
     name = "nodeorder"
+    ARGUMENTS = frozenset([arg for arg, *_ in SCORERS] + [IMAGE_LOCALITY[0]])
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)

@@ -36,6 +36,7 @@ def _column_sum(nodes, arr) -> Resource:
 
 class OvercommitPlugin(BatchPlugin):
     name = "overcommit"
+    ARGUMENTS = frozenset({FACTOR_ARG})
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)

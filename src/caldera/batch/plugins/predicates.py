@@ -26,7 +26,9 @@ predicate.TaintTolerationEnable, predicate.PodAffinityEnable, predicate.PodTopol
 (default true). predicate.NodeVolumeLimitsEnable, predicate.VolumeZoneEnable,
 predicate.VolumeBindingEnable, predicate.DynamicResourceAllocationEnable and
 predicate.CacheEnable are accepted: Caldera has no volumes or resource claims (their plugins would
-skip every pod), and the predicate cache by role is the action's PredicateHelper.
+skip every pod), and the predicate cache by role is the action's PredicateHelper. The keys of
+UNSUPPORTED_ARGS (Volcano's proportional predicate, GPU sharing, volume binding and DRA settings)
+warn when the conf is loaded, as does any key nothing reads.
 """
 from __future__ import annotations
 
@@ -55,6 +57,19 @@ ENABLE_ARGS = {
 NOOP_ARGS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
              "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable")
 
+# read by Volcano's predicates (some only by older releases), not modelled by Caldera: key -> what it is
+PROPORTIONAL_RESOURCES = "predicate.resources"
+_PROPORTIONAL = "the proportional predicate (CPU/memory kept free per GPU) is not modelled"
+_VOLUMES = "Caldera does not model volumes"
+_DEVICES = "GPU sharing is Volcano's deviceshare plugin (predicates read it before v1.9), not modelled"
+UNSUPPORTED_ARGS = {
+    "predicate.ProportionalEnable": _PROPORTIONAL, PROPORTIONAL_RESOURCES: _PROPORTIONAL,
+    "predicate.GPUSharingEnable": _DEVICES, "predicate.GPUNumberEnable": _DEVICES,
+    "volumebinding.bindTimeoutSeconds": _VOLUMES, "volumebinding.weight": _VOLUMES, "volumebinding.shape": _VOLUMES,
+    "dynamicresources.filterTimeoutSeconds": "Caldera does not model resource claims (DRA)",
+}
+UNSUPPORTED_PREFIX_ARGS = {PROPORTIONAL_RESOURCES + ".": _PROPORTIONAL}   # predicate.resources.<name>.cpu|memory
+
 STABLE = ("NodeUnschedulable", "NodeAffinity", "TaintToleration")
 OTHERS = ("NodePorts", "InterPodAffinity", "PodTopologySpread")
 PRE_FILTERS = ("NodeAffinity", "NodePorts", "InterPodAffinity", "PodTopologySpread")
@@ -67,6 +82,9 @@ ARGS = {"NodeAffinity": {}, "InterPodAffinity": {}, "PodTopologySpread": {"defau
 
 class PredicatesPlugin(BatchPlugin):
     name = "predicates"
+    ARGUMENTS = frozenset([*ENABLE_ARGS, *NOOP_ARGS])
+    UNSUPPORTED = UNSUPPORTED_ARGS
+    UNSUPPORTED_PREFIXES = UNSUPPORTED_PREFIX_ARGS
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)

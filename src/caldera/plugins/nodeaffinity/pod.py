@@ -1,5 +1,9 @@
 """A pod's spec.nodeSelector and spec.affinity.nodeAffinity, parsed once per pod (kept on
-pod.cache), and the nodes its required part admits."""
+pod.cache), and the nodes its required part admits.
+
+Pods read from user input passed the API server's checks when they were read
+(api.selectors.node_affinity_errors, with their file and name), so the parse cannot fail for
+them; the InputErrors below concern pods built without that validation."""
 from __future__ import annotations
 
 from typing import TypeAlias

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from ...api.loader import Cluster, load_cluster, resolve_priorities
 from ...api.objects import Node, PriorityClass
+from ...api.output import ignored_summary
 from ...errors import InputError
 from ..model import Workload
 from .builder import WorkloadBuilder
@@ -34,6 +35,9 @@ def read_cluster(paths: list[str]) -> Cluster:
     with gc_paused():
         cluster = load_cluster([s.path for s in sources if s.fmt == MANIFESTS])
         cluster.warnings[:0] = warnings
+        summary = ignored_summary(cluster.ignored)       # kinds the simulation does not read, ...
+        if summary:
+            cluster.warnings.append(summary)
         cluster.nodes = _cluster_nodes(sources, cluster.nodes)
     return cluster
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ...api.objects import POD_BYTES, expansion_error
 from ...api.quantity import NANO, QuantityError, parse_nano
 from ...api.validation import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
 from ...batch.api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION
@@ -137,6 +138,9 @@ def _labels(value: str) -> dict[str, str]:
 
 
 def _add_job(b: WorkloadBuilder, path: str, job: Job) -> None:
+    too_many = expansion_error(job.tasks, len(b.workload.pods), POD_BYTES, "tasks")
+    if too_many:
+        raise InputError(f"tasks: {too_many}")
     gang = job.tasks > 1 or job.min_available is not None
     if gang:
         b.add_volcano(path, _podgroup(job))

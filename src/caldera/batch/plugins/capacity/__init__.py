@@ -38,6 +38,7 @@ __all__ = ["CapacityPlugin", "QueueAttr"]
 
 class CapacityPlugin(BatchPlugin):
     name = "capacity"
+    ARGUMENTS = frozenset({ANCESTOR_RECLAIM_LEVEL, *DRA_ARGS})
 
     def __init__(self, arguments: dict | None = None, source: str = "volcano conf"):
         super().__init__(arguments, source)
