@@ -6,11 +6,21 @@ node event, or the previous session's own binds, evictions or PodGroup phase cha
 over an unchanged cluster decides nothing new, so skipping it changes no result. Committed
 allocations (whole gangs) are bound at the tick; pipelined tasks stay pending until a later
 session binds them; victims of preempt/reclaim are evicted with their grace period.
+
+The session's snapshot is kept from tick to tick (batch/cache/incremental.py): only the pods that
+changed since the last session (and the tasks that session touched) are rebuilt, so a tick costs
+what changed, not the whole cluster. A session that could only update PodGroup phases (no job
+has anything for the actions: `settledness`) is not opened; the phases are written directly.
+`rebuild_every_tick=True` (or CALDERA_VOLCANO_REBUILD=1) builds every session from the whole
+cluster and opens every one, as `caldera schedule` does: the reference the equivalence test
+(tests/sim/test_volcano_incremental.py) compares against.
 """
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import os
 import time
 from typing import Any
 
@@ -18,17 +28,49 @@ import numpy as np
 
 from ..api.loader import Cluster
 from ..api.objects import Pod
-from ..batch.api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION
-from ..batch.cache.snapshot import VOLCANO_SCHEDULER
+from ..batch.actions import ACTIONS
+from ..batch.api.info import ALLOCATED, BOUND, FAILED, PENDING, RUNNING, SUCCEEDED, JobInfo, TaskInfo
+from ..batch.api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup
+from ..batch.cache.incremental import KeptSnapshot
+from ..batch.cache.snapshot import QUEUE_NAME_ANNOTATION, VOLCANO_SCHEDULER, build_snapshot, implicit_group_key
 from ..batch.conf import VolcanoConf
-from ..batch.runner import run_session
+from ..batch.runner import close_session, open_snapshot, pod_group_phase
 from .core import Simulation
 from .model import ARRIVAL_ANNOTATION, RETARGETED_SCHEDULERS, Workload
+
+REBUILD_ENV = "CALDERA_VOLCANO_REBUILD"    # "1": rebuild the snapshot at every tick (the reference path)
+_SETTLED = frozenset({RUNNING, BOUND, SUCCEEDED, FAILED})
+
+
+UNSETTLED, STALE, SETTLED = 0, 1, 2
+
+
+def settledness(job: JobInfo) -> int:
+    """How a job stands in a session (see `VolcanoSim._session`): UNSETTLED when an action could
+    act for it, else STALE when closing the session would change its phase, else SETTLED.
+
+    Every action acts for a pending task (allocate, backfill; preempt and reclaim for the pending
+    tasks of starving jobs) or a Pending PodGroup (enqueue; allocate without enqueue), and
+    touches running tasks only as victims for such a task. Closing the session writes
+    pod_group_phase of every job (gang marks a job unschedulable only when it is not ready), and
+    conditions and events, which the replay does not read. So when no job is UNSETTLED (no
+    Pending group, no task other than running, bound or finished ones, every job with tasks
+    ready), a session decides nothing and only writes pod_group_phase(job, False) on the STALE
+    jobs. The equivalence test, whose reference path opens every session, holds the two equal."""
+    if job.pg.phase == "Pending":
+        return UNSETTLED
+    for status in job.index:
+        if status not in _SETTLED:
+            return UNSETTLED
+    if job.tasks and not job.is_ready():
+        return UNSETTLED
+    return STALE if pod_group_phase(job, False) != job.pg.phase else SETTLED
 
 
 class VolcanoSim(Simulation):
     def __init__(self, name: str, cluster: Cluster, workload: Workload, conf: VolcanoConf, *,
-                 seed: int = 0, schedule_period: float = 1.0, **kw: Any) -> None:
+                 seed: int = 0, schedule_period: float = 1.0, rebuild_every_tick: bool | None = None,
+                 **kw: Any) -> None:
         self._groups: dict[str, tuple[float, dict]] = {}      # ns/name -> (arrival, PodGroup manifest)
         self._queues: list[dict] = []
         self._pg_queue: dict[str, str] = {}
@@ -49,7 +91,12 @@ class VolcanoSim(Simulation):
                 self._groups[k] = (arrival, copy.deepcopy(doc))
                 self._pg_queue[k] = str((doc.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
         self.queue_names = tuple(sorted({DEFAULT_QUEUE, *self._pg_queue.values(),
-                                   *(str((q.get("metadata") or {}).get("name")) for q in self._queues)}))
+                                   *(str((q.get("metadata") or {}).get("name")) for q in self._queues),
+                                   *(sp.pod.annotations[QUEUE_NAME_ANNOTATION] for sp in workload.pods
+                                     if QUEUE_NAME_ANNOTATION in sp.pod.annotations
+                                     and GROUP_NAME_ANNOTATION not in sp.pod.annotations)}))
+        self._shares: list[float] = []
+        self._shares_key: int | None = None      # queue_shares() is cached until _account or a node changes
         self._qindex = {q: i for i, q in enumerate(self.queue_names)}
         self.queue_alloc = np.zeros((len(self.queue_names), 0))     # [queue, resource column], grows
         super().__init__(name, cluster, workload, **kw)
@@ -58,14 +105,48 @@ class VolcanoSim(Simulation):
         self.period = float(schedule_period)
         self.dirty = True
         self.sessions = 0
+        self.opened = 0          # sessions opened (the others only wrote phases: see settledness)
+        if rebuild_every_tick is None:
+            rebuild_every_tick = os.environ.get(REBUILD_ENV, "") not in ("", "0")
+        self.rebuild_every_tick = rebuild_every_tick
+        # the cluster's pod order (live pods in the order they were bound, then pending ones in
+        # the order they arrived), which is the order a rebuilt snapshot sees them in
+        self._order = itertools.count()
+        self._live_pos = {k: next(self._order) for k in self.live}
+        self._pending_pos: dict[str, int] = {k: next(self._order) for k in self.pending}
+        self._group_rank = {k: i for i, k in enumerate(self._groups)}
+        members: dict[str, list[str]] = {}
+        for p in [*self.live.values(), *(sp.pod for sp in workload.pods)]:
+            g = p.annotations.get(GROUP_NAME_ANNOTATION)
+            if g:
+                members.setdefault(f"{p.namespace}/{g}", []).append(p.key)
+        self._group_members = members
+        self._arrivals = sorted((at, self._group_rank[k], k) for k, (at, _) in self._groups.items())
+        self._arrived = 0                     # groups of _arrivals already in the kept snapshot
+        # the phases sessions gave the PodGroups of pods without one (the controller's
+        # podgroup-<pod uid>): they carry over as an explicit group's do, until the pod leaves
+        self._implicit_phase: dict[str, str] = {}
+        # jobs of the kept snapshot by settledness(), kept current: a job changes only when a sync
+        # rebuilds it (its pods changed, or a session touched its tasks) or a session changes its
+        # phase (_rephased); all of them after a full rebuild
+        self._unsettled: dict[str, None] = {}
+        self._stale: dict[str, None] = {}
+        self._rephased: dict[str, None] = {}
+        self._rebuilds_seen = 0
+        self.kept = KeptSnapshot(self._lookup, self._position, self._group_rank.__getitem__,
+                                 self.priority_classes, self._implicit_phase, VOLCANO_SCHEDULER)
 
     # ---- queues ----------------------------------------------------------------------------
     def queue_of(self, pod: Pod) -> str:
         g = pod.annotations.get(GROUP_NAME_ANNOTATION)
-        return self._pg_queue.get(f"{pod.namespace}/{g}", DEFAULT_QUEUE) if g else DEFAULT_QUEUE
+        if g:
+            return self._pg_queue.get(f"{pod.namespace}/{g}", DEFAULT_QUEUE)
+        # the queue of the PodGroup the controller makes for it (snapshot.implicit_podgroup)
+        return pod.annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
 
     def _account(self, pod: Pod, sign: int) -> None:
         super()._account(pod, sign)
+        self._shares_key = None
         qa = self.queue_alloc
         if qa.shape[1] < self.allocated.size:
             self.queue_alloc = qa = np.concatenate([qa, np.zeros((qa.shape[0], self.allocated.size - qa.shape[1]))], 1)
@@ -73,6 +154,14 @@ class VolcanoSim(Simulation):
         qa[self._qindex.get(self.queue_of(pod), self._qindex[DEFAULT_QUEUE]), cols] += sign * vals
 
     def queue_shares(self) -> list[float]:
+        key = self.table.node_generation          # (capacity changes with the nodes)
+        if self._shares_key == key:
+            return list(self._shares)
+        self._shares = self._queue_shares()
+        self._shares_key = key
+        return list(self._shares)
+
+    def _queue_shares(self) -> list[float]:
         cap = self.capacity()
         width = min(cap.size, self.queue_alloc.shape[1])
         cap, qa = cap[:width], self.queue_alloc[:, :width]
@@ -86,9 +175,20 @@ class VolcanoSim(Simulation):
     def submit(self, pod: Pod) -> None:
         if pod.scheduler_name in RETARGETED_SCHEDULERS:
             pod.scheduler_name = VOLCANO_SCHEDULER
+        self._pending_pos[pod.key] = next(self._order)
+        if not self.rebuild_every_tick:
+            self.kept.changed(pod.key)
         self.dirty = True
 
     def cluster_event(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "Pod/Delete":          # its controller-made PodGroup goes with it
+            self._implicit_phase.pop(implicit_group_key(old), None)
+        if self.rebuild_every_tick:
+            pass
+        elif kind.startswith("Pod/"):
+            self.kept.changed((new or old).key)
+        else:
+            self.kept.invalidate()
         self.dirty = True
 
     def wakeup(self, events_ahead: bool) -> float | None:
@@ -101,29 +201,103 @@ class VolcanoSim(Simulation):
             return
         self.dirty = False
         t0 = time.perf_counter()
-        res = run_session(self._view(), self.conf, seed=self.seed + self.sessions, scheduler_name=VOLCANO_SCHEDULER)
+        seed = self.seed + self.sessions
+        jobs, bound, evicted = self._session(seed)
+        keys = {t.key for t, _ in bound}
+        # what run_session reports as unschedulable (pending, or allocated but not bound)
+        unschedulable = [t.key for job in jobs.values() for st in (PENDING, ALLOCATED)
+                         for t in job.index.get(st, {}).values() if t.key not in keys]
         self.sessions += 1
-        ssn = res.session
-        assert ssn is not None
-        for t, _ in ssn.evicted:
+        for t, _ in evicted:
             self._evict(t.pod.key)
-        for t, node in ssn.bound:
+        for t, node in bound:
             self._bind(t.pod.key, node)
-        for job in ssn.jobs.values():
+        phases = self._implicit_phase
+        for job in jobs.values():
             pg = job.pg
+            if pg.implicit:
+                if phases.get(pg.key, "Pending") != pg.phase:
+                    phases[pg.key] = pg.phase
+                    self._rephased[pg.key] = None
+                    self.dirty = True
+                continue
             entry = self._groups.get(pg.key)
-            if entry is not None and not pg.implicit:
+            if entry is not None:
                 status = entry[1].setdefault("status", {})
                 if status.get("phase") != pg.phase:
                     status["phase"] = pg.phase
+                    self._rephased[pg.key] = None
                     self.dirty = True
-        for t, _ in ssn.bound:
+        for t, _ in bound:
             self.attempted(t.pod.key)
-        for u in res.unschedulable:
-            self.attempted(u["pod"])
-        if ssn.bound or ssn.evicted:
+        for key in unschedulable:
+            self.attempted(key)
+        if bound or evicted:
             self.dirty = True
         self.charge_cycle(time.perf_counter() - t0)
+
+    def _session(self, seed: int) -> tuple[dict[str, JobInfo], list[tuple[TaskInfo, str]], list[tuple[TaskInfo, str]]]:
+        """One session over the kept snapshot, brought up to date with what changed since the
+        last one: opened, run, closed (the tasks it touches are rebuilt at the next sync), or,
+        when no job is UNSETTLED (`settledness`), only the phases it would write. With
+        rebuild_every_tick, over a snapshot built from the whole cluster instead, and always
+        opened. Returns the session's jobs (those it may have changed), bindings and evictions."""
+        if self.rebuild_every_tick:
+            snap = build_snapshot(self._view(), VOLCANO_SCHEDULER, self._implicit_phase)
+        else:
+            arrivals = self._arrivals
+            while self._arrived < len(arrivals) and arrivals[self._arrived][0] <= self.now:
+                _, rank, key = arrivals[self._arrived]
+                pg = PodGroup(self._groups[key][1], len(self._queues) + rank)
+                self.kept.add_group(pg, self._group_members.get(key, ()))
+                self._arrived += 1
+            snap = self.kept.sync(self._view)
+            if self.kept.rebuilds != self._rebuilds_seen:
+                self._unsettled.clear()
+                self._stale.clear()
+                for key in snap.jobs:
+                    self._classify(snap, key)
+                self._rebuilds_seen = self.kept.rebuilds
+            else:
+                for key in self.kept.synced_jobs:
+                    self._classify(snap, key)
+                for key in self._rephased:
+                    self._classify(snap, key)
+            self._rephased.clear()
+            if not self._unsettled:      # nothing for the actions: the session only writes phases
+                done = {}
+                for key in self._stale:       # (reclassified at the next sync: _rephased)
+                    job = done[key] = snap.jobs[key]
+                    job.pg.phase = pod_group_phase(job, False)
+                return done, [], []
+        ssn = open_snapshot(snap, self.conf, self.priority_classes, seed=seed)
+        self.opened += 1
+        if not self.rebuild_every_tick:
+            self.kept.watch(ssn)
+        for name in self.conf.actions:
+            ACTIONS[name](ssn)
+        close_session(ssn)
+        return ssn.jobs, ssn.bound, ssn.evicted
+
+    def _classify(self, snap, key: str) -> None:
+        job = snap.jobs.get(key)
+        how = SETTLED if job is None else settledness(job)
+        if how == UNSETTLED:
+            self._unsettled[key] = None
+        else:
+            self._unsettled.pop(key, None)
+        if how == STALE:
+            self._stale[key] = None
+        else:
+            self._stale.pop(key, None)
+
+    def _lookup(self, key: str) -> Pod | None:
+        return self.live.get(key) or self.pending.get(key)
+
+    def _position(self, key: str) -> tuple[int, int]:
+        if key in self.live:
+            return (0, self._live_pos[key])
+        return (1, self._pending_pos.get(key, 0))
 
     def _view(self) -> Cluster:
         c = Cluster()
@@ -141,6 +315,7 @@ class VolcanoSim(Simulation):
             return
         pod.node_name = node
         self.table.add_pod(pod, i)
+        self._live_pos[key] = next(self._order)
         self.bound(pod, node)
 
     def _evict(self, key: str) -> None:
