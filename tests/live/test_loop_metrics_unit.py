@@ -27,6 +27,12 @@ class FakeStatus:
     def preempt(self, *a):
         self.calls.append(("preempt", a))
 
+    def evict(self, *a):
+        self.calls.append(("evict", a))
+
+    def podgroup_status(self, *a):
+        self.calls.append(("podgroup_status", a))
+
 
 def make_loop(metrics, bind_ok=True):
     class Binder:
@@ -147,3 +153,48 @@ def test_a_stuck_status_write_is_reported_and_the_pod_is_retried():
     loop.schedule(qpi)
     assert any("did not finish in 0.05 s" in w for w in warnings)
     assert cache.assumed.get("default/p") == "n0"
+
+
+def test_a_volcano_session_records_plugin_latencies_and_unready_tasks():
+    """volcano_plugin_scheduling_latency_milliseconds per plugin and OnSession, and
+    volcano_unschedule_task_count per job (gang's minAvailable - ready), as Volcano records them."""
+    import yaml
+
+    from caldera.batch.actions import ACTIONS
+    from caldera.batch.conf import parse_volcano_conf
+    from caldera.batch.plugins import PLUGINS
+    from caldera.live.loop import BatchLoop
+
+    conf = parse_volcano_conf(yaml.safe_load('actions: "enqueue, allocate"\ntiers:\n- plugins:\n'
+                                             '  - name: gang\n  - name: predicates\n  - name: proportion\n'),
+                              "t.conf", ACTIONS, PLUGINS)
+    m = SchedulerMetrics()
+    cache = ClusterCache(["volcano"])
+
+    class Binder:
+        in_flight: ClassVar[set] = set()
+
+        def __init__(self, **kw):
+            pass
+
+        def submit(self, p, n):
+            return True
+
+        def shutdown(self, timeout=0):
+            pass
+
+    loop = BatchLoop(conf, cache, binder_factory=lambda **kw: Binder(**kw), status=FakeStatus(), metrics=m)
+    cache.on_node_add(node("n0", cpu="4"))
+    cache.on_podgroup({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                       "metadata": {"name": "big", "namespace": "default"},
+                       "spec": {"minMember": 3}, "status": {"phase": "Inqueue"}})
+    for i in range(3):
+        p = pod(f"big-{i}", cpu="2", scheduler="volcano")
+        p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "big"}
+        cache.on_pod_add(p)
+    loop.run_once()
+    assert value(m, "volcano_unschedule_task_count", {"job_id": "big"}) == 3
+    assert value(m, "volcano_plugin_scheduling_latency_milliseconds_count",
+                 {"plugin": "gang", "OnSession": "OnSessionOpen"}) == 1
+    assert value(m, "volcano_plugin_scheduling_latency_milliseconds_count",
+                 {"plugin": "proportion", "OnSession": "OnSessionClose"}) == 1

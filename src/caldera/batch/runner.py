@@ -59,7 +59,9 @@ def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, 
             plugin.option = opt
             plugin.ssn = ssn
             ssn.plugins[opt.name] = plugin
+            t = time.perf_counter()
             plugin.on_session_open(ssn)
+            ssn.plugin_timings.append((opt.name, "OnSessionOpen", (time.perf_counter() - t) * 1000.0))
             snap.warnings.extend(getattr(plugin, "warnings", ()))
     return ssn
 
@@ -91,8 +93,10 @@ def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str) -> li
 
 
 def close_session(ssn: Session) -> None:
-    for plugin in ssn.plugins.values():
+    for name, plugin in ssn.plugins.items():
+        t = time.perf_counter()
         plugin.on_session_close(ssn)
+        ssn.plugin_timings.append((name, "OnSessionClose", (time.perf_counter() - t) * 1000.0))
     for job in ssn.jobs.values():
         job.pg.phase = pod_group_phase(job, job.uid in ssn.unschedulable_jobs)
 

@@ -348,3 +348,7 @@ class BatchLoop(_Loop):
             if ssn.evicted:
                 m.volcano_preemption(len(ssn.evicted))
             m.unschedule_jobs(len(ssn.unschedulable_jobs))
+            for job_name, n in ssn.unready_tasks.items():
+                m.unschedule_tasks(job_name, n)
+            for plugin, on_session, ms in ssn.plugin_timings:
+                m.session_plugin(plugin, on_session, ms)

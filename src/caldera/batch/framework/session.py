@@ -68,6 +68,9 @@ class Session:
         self.evicted: list[tuple[TaskInfo, str]] = []
         self.explain: dict | None = {} if explain else None
         self.unschedulable_jobs: dict[str, str] = {}     # job uid -> condition message (gang)
+        self.unready_tasks: dict[str, int] = {}          # job name -> minAvailable - ready, 0 if ready (gang)
+        # (plugin, "OnSessionOpen" | "OnSessionClose", milliseconds): volcano_plugin_scheduling_latency
+        self.plugin_timings: list[tuple[str, str, float]] = []
         self.events: dict[str, list[tuple[str, str]]] = {}  # job uid -> PodGroup events (reason, message)
         self._task_cmp = functools.cmp_to_key(self.task_compare)
 

@@ -118,6 +118,8 @@ class GangPlugin(BatchPlugin):
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
+            # volcano_unschedule_task_count{job_id}: Volcano sets it for every job at close
+            ssn.unready_tasks[job.name] = 0 if job.is_ready() else job.min_available - job.ready_task_num()
             if job.is_ready():
                 update_pod_group_condition(job, {"type": SCHEDULED_CONDITION, "status": "True",
                                                  "reason": SCHEDULED_CONDITION_REASON, "message": ""})
