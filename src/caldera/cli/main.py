@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .. import __version__, gcpolicy
 from ..errors import CalderaError
 
 
@@ -42,7 +42,16 @@ cli.add_command(simulate)
 cli.add_command(run)
 
 
+def _subcommand(argv) -> str | None:
+    """The subcommand's name: the first argument that is not an option (the group has only
+    --version and --help)."""
+    return next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
+
+
 def main(argv=None):
+    # The collector's policy for this command (short pauses, see caldera/gcpolicy.py): set by the
+    # process entry point only, so that tests invoking `cli` in-process keep CPython's defaults.
+    gcpolicy.apply(_subcommand(argv))
     try:
         cli.main(args=argv, prog_name="caldera", standalone_mode=True)
     except CalderaError as e:  # errors raised while click parses options

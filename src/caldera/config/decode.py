@@ -24,7 +24,7 @@ from .expand import (
     expand_plugins,
     merge_plugins,
 )
-from .types import PluginRef, Profile, SchedulerConfig
+from .types import DEFAULT_CLIENT_BURST, DEFAULT_CLIENT_QPS, ClientConnection, PluginRef, Profile, SchedulerConfig
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -36,6 +36,7 @@ PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "plugi
 SET_FIELDS = ("enabled", "disabled")
 PLUGIN_FIELDS = ("name", "weight")
 PLUGIN_CONFIG_FIELDS = ("name", "args")
+CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
 
 
 class _Ctx:
@@ -123,7 +124,7 @@ def decode_kube_config(doc: dict[str, Any], path: str, registry: Registry) -> Sc
     cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds = float(init), float(mx)
     cfg.leader_election = dict(c.mapping(doc.get("leaderElection"), "leaderElection",
                                          "a LeaderElectionConfiguration") or {})
-    c.mapping(doc.get("clientConnection"), "clientConnection", "accepted and ignored by caldera")
+    cfg.client_connection = _client_connection(c, doc.get("clientConnection"))
     for k in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if doc.get(k) is not None and not isinstance(doc[k], bool):
             raise c.err(k, f"expected true or false, got {_show(doc[k])}", f"set {k} to true or false")
@@ -148,6 +149,32 @@ def decode_kube_config(doc: dict[str, Any], path: str, registry: Registry) -> Sc
         cfg.profiles.append(prof)
     _common_queue_sort(c, cfg.profiles, raws)
     return cfg
+
+
+def _client_connection(c: _Ctx, v: object) -> ClientConnection:
+    """clientConnection, decoded strictly, defaulted as kube-scheduler's SetDefaults (qps 0 -> 50,
+    burst 0 -> 100) and validated as component-base's ValidateClientConnectionConfiguration
+    (burst >= 0). A negative qps stays: client-go then builds no rate limiter."""
+    raw = c.mapping(v, "clientConnection", "a ClientConnectionConfiguration")
+    c.fields(raw, CLIENT_CONNECTION_FIELDS, "clientConnection", "clientConnection")
+    cc = ClientConnection()
+    qps = raw.get("qps")
+    if qps is not None:
+        if isinstance(qps, bool) or not isinstance(qps, (int, float)) or qps != qps:
+            raise c.err("clientConnection.qps", f"expected a number, got {_show(qps)}",
+                        "set it to requests per second (e.g. 50; a negative value disables the limit)")
+        cc.qps = float(qps) or DEFAULT_CLIENT_QPS
+    if raw.get("burst") is not None:
+        cc.burst = c.integer(raw["burst"], "clientConnection.burst", 0, 2**31 - 1,
+                             "a non-negative integer") or DEFAULT_CLIENT_BURST
+    for key, attr in (("kubeconfig", "kubeconfig"), ("contentType", "content_type"),
+                      ("acceptContentTypes", "accept_content_types")):
+        if raw.get(key) is not None:
+            if not isinstance(raw[key], str):
+                raise c.err(f"clientConnection.{key}", f"expected a string, got {_show(raw[key])}",
+                            f"write clientConnection.{key} as a string")
+            setattr(cc, attr, raw[key])
+    return cc
 
 
 def _decode_profile(c: _Ctx, raw: dict[str, Any], where: str, single: bool) -> Profile:

@@ -37,6 +37,23 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
 
 
+# kube-scheduler's own defaults for its client (apis/config/v1/defaults.go: "Scheduler has an opinion
+# about QPS/Burst"), the same as component-base's ClientConnectionConfiguration defaults.
+DEFAULT_CLIENT_QPS = 50.0
+DEFAULT_CLIENT_BURST = 100
+
+
+@dataclass
+class ClientConnection:
+    """clientConnection (component-base ClientConnectionConfiguration), defaulted. `caldera run`
+    rate-limits its requests with qps/burst as client-go does; qps < 0 means unthrottled."""
+    qps: float = DEFAULT_CLIENT_QPS
+    burst: int = DEFAULT_CLIENT_BURST
+    kubeconfig: str = ""
+    content_type: str = ""
+    accept_content_types: str = ""
+
+
 @dataclass
 class SchedulerConfig:
     profiles: list[Profile] = field(default_factory=list)
@@ -46,6 +63,7 @@ class SchedulerConfig:
     parallelism: int = 16
     source: str = "<default>"
     leader_election: dict[str, Any] = field(default_factory=dict)   # raw leaderElection (used by `caldera run`)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)   # used by `caldera run`
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

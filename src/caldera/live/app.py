@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import gcpolicy
 from ..batch.conf import VolcanoConf
 from ..errors import ConfigError
 from .binder import Binder
@@ -82,6 +83,13 @@ class LiveScheduler:
         self.config = config
         self.opts = opts or RunOptions()
         self.metrics = SchedulerMetrics()
+        # clientConnection.qps/burst (kube configs; kube's defaults 50/100): requests wait on
+        # client-go's token bucket -- one for the scheduler's client (lists, binds, status), one for
+        # its events, one for leader election, as kube-scheduler builds a clientset for each.
+        self.client_connection = getattr(config, "client_connection", None)
+        api = self._throttled(api)
+        self.client = api
+        self.gc = gcpolicy.GcPauses(self.metrics.gc_pause, window=100_000)
         self.batch = isinstance(config, VolcanoConf)
         if self.batch:
             self.names = [self.opts.scheduler_name or "volcano"]
@@ -142,16 +150,27 @@ class LiveScheduler:
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
+    def _throttled(self, api):
+        cc = self.client_connection
+        if cc is None or not hasattr(api, "throttled"):
+            return api
+        return api.throttled(cc.qps, cc.burst)
+
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self, sync_timeout: float = 60.0) -> LiveScheduler:
+        self.gc.install()
         self.server.start()
         for inf in self.informers:
             inf.start()
         if not wait_for_sync(self.informers, sync_timeout):
             waiting = [i.name for i in self.informers if not i.has_synced()]
             log.warning("informers not synced after %ss: %s", sync_timeout, ", ".join(waiting))
+        else:
+            gcpolicy.after_sync()       # `caldera run`: the synced cache is long-lived; freeze it
+        log.info("gc pauses until the informers synced: %s", self.gc.line())
+        self.gc.reset()                 # the summary on stop covers the scheduling loop's time
         if self.elect:
-            self.elector = LeaderElector(self.api, self.lec,
+            self.elector = LeaderElector(self._throttled(self.api), self.lec,
                                          on_started_leading=lambda: log.info("became leader (%s)", self.lec.identity),
                                          on_stopped_leading=self._stopped_leading).start()
         self.thread = threading.Thread(target=self.loop.run, name="caldera-scheduler", daemon=True)
@@ -178,3 +197,5 @@ class LiveScheduler:
         self.server.stop()
         if self.opts.tracing is not None:
             self.opts.tracing.shutdown()          # flush the spans still queued
+        self.gc.uninstall()
+        log.info("gc pauses since the informers synced: %s", self.gc.line())

@@ -8,19 +8,22 @@ classes are slow and drop fields of CRDs).
     api = connect("/path/to/kubeconfig")          # or connect() in a pod
     status, node = api.request("GET", "/api/v1/nodes/n1")
     for type_, obj in api.watch("/api/v1/pods", {"resourceVersion": rv}): ...
+    sched = api.throttled(qps=50, burst=100)      # client-go's client-side rate limit
 
 Non-2xx answers raise ApiError(status, reason, message); transport failures (refused, reset,
 timeouts, TLS) raise ApiUnavailable, a CalderaError, so the CLI prints it as one line.
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import random
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -34,6 +37,7 @@ DEFAULT_TIMEOUT = 30.0          # seconds, ordinary requests
 CONNECT_TIMEOUT = 10.0
 WATCH_TIMEOUT_RANGE = (300, 600)  # server-side timeoutSeconds of a watch, like client-go's 5-10 min
 WATCH_READ_SLACK = 30.0         # client read timeout = timeoutSeconds + this
+EVENTS_PREFIX = "/apis/events.k8s.io/"
 
 
 class ApiError(Exception):
@@ -145,6 +149,52 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *,
     return Api.from_kubeconfig(path, context, timeout=timeout)
 
 
+# --------------------------------------------------------------------------- rate limiting
+
+class TokenBucket:
+    """client-go's client-side rate limiter (flowcontrol.NewTokenBucketRateLimiter, which is
+    golang.org/x/time/rate's Limiter): a bucket of `burst` tokens, full at the start, refilled at
+    `qps` tokens per second; each request takes one. When the bucket is empty a request reserves
+    the next token ahead (the count goes negative) and sleeps until its time, as Limiter.Wait does,
+    so waiting requests are served in arrival order at exactly `qps`."""
+
+    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        if not qps > 0:
+            raise ValueError(f"qps must be > 0 (got {qps}); no limiter means unthrottled")
+        if int(burst) < 1:
+            raise ValueError(f"burst must be >= 1 when qps > 0 (got {burst}), as client-go requires")
+        self.qps = float(qps)
+        self.burst = int(burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._tokens = float(self.burst)
+        self._last = clock()
+        self.waits = 0                  # requests that had to wait
+        self.waited = 0.0               # seconds spent waiting, in all
+
+    def reserve(self) -> float:
+        """Take a token; the seconds the caller must wait before using it (0: now)."""
+        with self._lock:
+            now = self._clock()
+            elapsed = max(0.0, now - self._last)
+            tokens = min(float(self.burst), self._tokens + elapsed * self.qps) - 1.0
+            self._tokens, self._last = tokens, max(now, self._last)
+            delay = -tokens / self.qps if tokens < 0 else 0.0
+            if delay > 0:
+                self.waits += 1
+                self.waited += delay
+        return delay
+
+    def wait(self) -> float:
+        """Take a token, sleeping until it is due; returns the seconds waited."""
+        delay = self.reserve()
+        if delay > 0:
+            self._sleep(delay)
+        return delay
+
+
 # --------------------------------------------------------------------------- the client
 
 class Api:
@@ -162,6 +212,8 @@ class Api:
         self._ua = f"caldera/{__version__}"
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
+        self.limiter: TokenBucket | None = None         # requests wait on it; watches never do
+        self.event_limiter: TokenBucket | None = None   # events.k8s.io requests wait on this one
 
     @classmethod
     def from_kubeconfig(cls, path: str, context: str | None = None, *,
@@ -195,6 +247,20 @@ class Api:
             raise ConfigError(f"in-cluster config: {_one_line(e)}; run in a pod with a service "
                               f"account or pass --kubeconfig PATH") from None
         return cls(kclient.ApiClient(configuration=cfg), timeout=timeout, source="in-cluster")
+
+    def throttled(self, qps: float, burst: int) -> Api:
+        """A view of this client (same connection pool, same credentials) rate-limited as client-go
+        limits a clientset built with QPS/Burst: every request waits on a token bucket, watches
+        never do (client-go's Request.Watch skips the limiter; an informer's list is a request).
+        Events get a bucket of their own, as kube-scheduler's separate event clientset has.
+        qps <= 0: unthrottled (client-go builds no limiter for a negative QPS)."""
+        view = copy.copy(self)
+        if qps > 0:
+            view.limiter = TokenBucket(qps, burst)
+            view.event_limiter = TokenBucket(qps, burst)
+        else:
+            view.limiter = view.event_limiter = None
+        return view
 
     # ----------------------------------------------------------------- plumbing
 
@@ -246,6 +312,9 @@ class Api:
         """(status, decoded JSON body or {}). ApiError for non-2xx, ApiUnavailable on transport
         errors. PATCH bodies default to application/merge-patch+json."""
         method = method.upper()
+        lim = self.event_limiter if path.startswith(EVENTS_PREFIX) else self.limiter
+        if lim is not None:
+            lim.wait()
         data = None
         if body is not None:
             data = body if isinstance(body, (bytes, str)) else json.dumps(body)

@@ -23,6 +23,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 RESULTS = ("scheduled", "unschedulable", "error")
+GC_PAUSE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -123,6 +124,13 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "profile"], registry=r)
         for q in PENDING_QUEUES:
             self.pending_pods.labels(queue=q).set(0)
+        # ---- Caldera's own (no kube counterpart) ------------------------------------------
+        # A Python process's cyclic GC stops every thread while it runs; kube-scheduler's Go
+        # runtime reports go_gc_duration_seconds, a different measure, so this name is Caldera's.
+        self.gc_pauses = Histogram(
+            "caldera_gc_pause_seconds",
+            "Pauses of the Python cyclic garbage collector (every thread waits), by generation collected.",
+            ["generation"], buckets=GC_PAUSE_BUCKETS, registry=r)
         # ---- Volcano (pkg/scheduler/metrics/metrics.go) ----------------------------------
         self.v_e2e = Histogram(
             "volcano_e2e_scheduling_latency_milliseconds",
@@ -207,6 +215,10 @@ class SchedulerMetrics:
     def unschedulable(self, plugin: str, profile: str, delta: int) -> None:
         self.unschedulable_pods.labels(plugin=plugin, profile=profile).inc(delta)
 
+    def gc_pause(self, seconds: float, generation: int) -> None:
+        """One collection of the Python GC (gcpolicy.GcPauses feeds this)."""
+        self.gc_pauses.labels(generation=str(generation)).observe(seconds)
+
     # ---- Volcano ---------------------------------------------------------------------------
     def session(self, e2e_ms: float) -> None:
         self.v_e2e.observe(e2e_ms)
@@ -243,6 +255,7 @@ class SchedulerMetrics:
 
 __all__ = [
     "CONTENT_TYPE",
+    "GC_PAUSE_BUCKETS",
     "PENDING_QUEUES",
     "PLUGIN_METRICS_SAMPLE_PERCENT",
     "SchedulerMetrics",
