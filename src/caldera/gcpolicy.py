@@ -21,7 +21,7 @@ it is pure pause. The policies here (measured in docs/live-benchmarks.md):
   full collection, freeze again: one long pause an hour).
 - `caldera run` also collects and freezes once its informers have synced, before it schedules.
 - thresholds: CPython's (700, 10, 10). A larger generation 0 makes fewer collections, each one
-  longer (at 10,000, a young collection of the scheduling pass takes ~20 ms): pauses, not their
+  longer (at 10,000 the scheduling pass's young collections took ~20 ms each): pauses, not their
   count, are what a scheduling cycle waits on.
 
 CALDERA_GC=python keeps CPython's defaults (before/after measurements); CALDERA_GC=700,10,10 (three
