@@ -37,6 +37,7 @@ tiers:
 - plugins: [{name: overcommit}, {name: drf, enablePreemptable: false}, {name: predicates},
             {name: proportion}, {name: nodeorder}, {name: binpack}]
 """
+UNTIL = 600.0
 CONFS = {
     "preempt": PREEMPT_CONF,
     "shipped": (ROOT / "examples" / "batch" / "volcano-scheduler.conf").read_text(),
@@ -148,7 +149,8 @@ def run(spec: Spec, conf_text: str, rebuild: bool, check: bool = False):
         (Path(d) / "work.yaml").write_text("\n---\n".join(json.dumps(x) for x in docs))
         cluster = read_cluster([str(Path(d) / "nodes.yaml")])
         workload = read_workload([str(Path(d) / "work.yaml")], priority_classes=cluster.priority_classes)
-    sim = VolcanoSim("v", cluster, workload, _conf(conf_text), rebuild_every_tick=rebuild)
+    # (until: pods that run for ever can be reclaimed back and forth between the queues for ever)
+    sim = VolcanoSim("v", cluster, workload, _conf(conf_text), rebuild_every_tick=rebuild, until=UNTIL)
     if check:
         kept, sync = sim.kept, sim.kept.sync
 
@@ -159,9 +161,12 @@ def run(spec: Spec, conf_text: str, rebuild: bool, check: bool = False):
             return snap
         kept.sync = checked  # type: ignore[method-assign]
     reasons: list[str] = []
+    ticks: list[float] = []
     session = sim._session
 
     def counted(seed):
+        ticks.append(sim.now)
+        assert len(ticks) < 20_000, f"sessions without end at t={sim.now}"
         jobs, bound, evicted = session(seed)
         reasons.extend(reason for _, reason in evicted)
         return jobs, bound, evicted
@@ -171,7 +176,8 @@ def run(spec: Spec, conf_text: str, rebuild: bool, check: bool = False):
     for k in ("cycle_ms", "wall_seconds", "peak_rss_mib"):
         s.pop(k)
     return {"records": [dataclasses.astuple(x) for x in r.records], "summary": s, "sessions": sim.sessions,
-            "series": (r.times, r.pending, r.running, r.allocated, r.queue_allocated), "evictions": reasons}, r
+            "series": (r.times, r.pending, r.running, r.allocated, r.queue_allocated), "evictions": reasons,
+            "ticks": ticks}, r
 
 
 def assert_same(spec: Spec, conf: str, check: bool = True):
@@ -182,6 +188,7 @@ def assert_same(spec: Spec, conf: str, check: bool = True):
     assert got["sessions"] == ref["sessions"]
     assert got["series"] == ref["series"]
     assert got["evictions"] == ref["evictions"]
+    assert got["ticks"] == ref["ticks"]
     return got, r
 
 
@@ -210,3 +217,13 @@ def test_kept_snapshot_decides_what_a_rebuilt_one_decides(conf):
 @given(st.integers(0, 2**32 - 1), st.integers(3, 25), st.integers(1, 4), st.sampled_from(sorted(CONFS)))
 def test_property_kept_and_rebuilt_snapshots_agree(seed, pods, nodes, conf):
     assert_same(random_spec(random.Random(seed), pods=pods, nodes=nodes), CONFS[conf])
+
+
+def test_one_session_per_tick():
+    # grace-0 preemptions: a victim is released and resubmitted at the instant of the session that
+    # evicted it. Sessions used to run again at that same instant, here for ever (the clock stuck
+    # at t=73); the next session is the next tick's.
+    got, _ = run(random_spec(random.Random(2357), pods=53, nodes=3), PREEMPT_CONF, rebuild=False)
+    ticks = got["ticks"]
+    assert len(ticks) == len(set(ticks)) and all(t == int(t) for t in ticks)
+    assert got["evictions"].count("preempt") > 0

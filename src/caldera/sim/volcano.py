@@ -2,8 +2,9 @@
 schedule`) at t = 0, P, 2P, ... (`schedule_period`), over the cluster as it is at that instant.
 
 A session runs only at a tick after something changed (an arrival, a completion, a release, a
-node event, or the previous session's own binds, evictions or PodGroup phase changes): a session
-over an unchanged cluster decides nothing new, so skipping it changes no result. Committed
+node event, or the previous session's own binds, evictions or PodGroup phase changes), at most
+one per tick (the changes of a session are the next tick's to see): a session over an unchanged
+cluster decides nothing new, so skipping it changes no result. Committed
 allocations (whole gangs) are bound at the tick; pipelined tasks stay pending until a later
 session binds them; victims of preempt/reclaim are evicted with their grace period.
 
@@ -106,6 +107,7 @@ class VolcanoSim(Simulation):
         self.dirty = True
         self.sessions = 0
         self.opened = 0          # sessions opened (the others only wrote phases: see settledness)
+        self._last_tick = -1     # the tick (time / period) of the last session
         if rebuild_every_tick is None:
             rebuild_every_tick = os.environ.get(REBUILD_ENV, "") not in ("", "0")
         self.rebuild_every_tick = rebuild_every_tick
@@ -194,11 +196,14 @@ class VolcanoSim(Simulation):
     def wakeup(self, events_ahead: bool) -> float | None:
         if not self.dirty:
             return None
-        return math.ceil(self.now / self.period - 1e-9) * self.period
+        # the next tick, and never the tick of the last session again: one session per tick
+        return max(math.ceil(self.now / self.period - 1e-9), self._last_tick + 1) * self.period
 
     def schedule(self) -> None:
-        if not self.dirty or abs(self.now / self.period - round(self.now / self.period)) > 1e-9:
+        tick = round(self.now / self.period)
+        if not self.dirty or abs(self.now / self.period - tick) > 1e-9 or tick <= self._last_tick:
             return
+        self._last_tick = tick
         self.dirty = False
         t0 = time.perf_counter()
         seed = self.seed + self.sessions
