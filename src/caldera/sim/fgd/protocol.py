@@ -1,0 +1,225 @@
+"""One experiment of the FGD protocol (EXPERIMENT.md section 3): an openb pod list, shuffled with
+the seed, tuned to `tune` x the GPU capacity (clones drawn from the original list appended, or
+random pods pruned), placed one at a time on the openb GPU nodes by one policy; nothing finishes
+and a pod no node can take is dropped. After every attempt one sample: arrived milli-GPU,
+allocated milli-GPU, the cluster's fragmentation (sum of F_n) and its free milli-GPU.
+
+Only the node a pod went to changes, so its row of scores (every kind of pod of the run) is the
+only one recomputed: a decision is a column lookup, a filter on memory and an argmax.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from ...gpu.demand import MILLI_PER_GPU, Demand, Demands, Distribution, distribution
+from ...gpu.frag import breakdown, node_fragmentation
+from ...gpu.nodes import GpuNodes
+from ...gpu.policies import BESTFIT, POLICIES, RANDOM, normalize, random_gpu, score, whole_gpus
+from ..traces.common import csv_table, parse_count, require_columns, row_where
+
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+ANY_MODEL = ("", "nan")
+TUNE = 1.3
+RANK_WEIGHT = 1 << 32        # score * RANK_WEIGHT - rank: the highest score, then the lowest rank
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    demand: Demand
+    memory: int
+
+
+@dataclass
+class Trace:
+    """An openb pod list: its tasks sorted by name (the 'original workload')."""
+    name: str
+    tasks: list[Task]
+
+    def distribution(self) -> Distribution:
+        return distribution(t.demand for t in self.tasks)
+
+
+@dataclass
+class Cluster:
+    names: list[str]
+    cpu: list[int]
+    memory: list[int]
+    gpus: list[int]
+    models: list[str]
+
+    def fresh(self) -> GpuNodes:
+        return GpuNodes(self.names, self.cpu, self.memory, self.gpus, self.models)
+
+
+@dataclass
+class Samples:
+    """The experiment's samples (one per attempted pod) and its end state."""
+    workload: str
+    policy: str
+    seed: int
+    capacity: int
+    arrived: np.ndarray
+    allocated: np.ndarray
+    fragmented: np.ndarray
+    free: np.ndarray
+    failed: dict[str, int] = field(default_factory=dict)
+    categories: dict[str, float] = field(default_factory=dict)
+    pods: int = 0
+    wall_seconds: float = 0.0
+
+
+def _cells(path: str, required: tuple[str, ...]):
+    columns, rows = csv_table(path)
+    require_columns(columns, required, path)
+    return columns, rows
+
+
+def read_cluster(path: str) -> Cluster:
+    columns, rows = _cells(path, NODE_COLUMNS)
+    c = Cluster([], [], [], [], [])
+    for line, cells in rows:
+        try:
+            row = {k: cells[columns[k]].strip() for k in NODE_COLUMNS}
+            if not row["sn"]:
+                raise InputError("sn: required; every node needs a name")
+            c.names.append(row["sn"])
+            c.cpu.append(parse_count(row["cpu_milli"], "cpu_milli"))
+            c.memory.append(parse_count(row["memory_mib"], "memory_mib"))
+            c.gpus.append(parse_count(row["gpu"], "gpu"))
+            c.models.append("" if row["model"].lower() in ANY_MODEL else row["model"])
+        except InputError as e:
+            raise InputError(e.problem, path, row_where(line)) from None
+    if not c.names:
+        raise InputError("no nodes: the FGD protocol needs an openb node list with at least one row", path)
+    if sum(c.gpus) == 0:
+        raise InputError("no GPUs: the FGD protocol measures GPU allocation; use the GPU node list "
+                         "(openb_node_list_gpu_node.csv)", path)
+    return c
+
+
+def read_trace(path: str) -> Trace:
+    columns, rows = _cells(path, POD_COLUMNS)
+    spec = columns.get("gpu_spec")
+    tasks = []
+    for line, cells in rows:
+        try:
+            name = cells[columns["name"]].strip()
+            if not name:
+                raise InputError("name: required; every pod needs a name")
+            k = parse_count(cells[columns["num_gpu"]].strip(), "num_gpu")
+            milli = min(parse_count(cells[columns["gpu_milli"]].strip(), "gpu_milli"), MILLI_PER_GPU)
+            models = _models(cells[spec].strip() if spec is not None else "")
+            if k > 1 and 0 < milli < MILLI_PER_GPU:
+                raise InputError(f"num_gpu {k} with gpu_milli {milli}: a share of a GPU is for one GPU")
+            d = Demand(parse_count(cells[columns["cpu_milli"]].strip(), "cpu_milli"), milli, k, models if k else ())
+            tasks.append(Task(name, d, parse_count(cells[columns["memory_mib"]].strip(), "memory_mib")))
+        except InputError as e:
+            raise InputError(e.problem, path, row_where(line)) from None
+    tasks.sort(key=lambda t: t.name)
+    return Trace(_stem(path), tasks)
+
+
+def _stem(path: str) -> str:
+    stem = Path(path).stem
+    return stem[len("openb_pod_list_"):] if stem.startswith("openb_pod_list_") else stem
+
+
+def _models(spec: str) -> tuple[str, ...]:
+    if spec.lower() in ANY_MODEL:
+        return ()
+    return tuple(m.strip() for m in spec.split("|") if m.strip())
+
+
+def tuned(trace: Trace, capacity: int, tune: float, rng: np.random.Generator) -> list[Task]:
+    """The run's pod list: the original shuffled, then inflated with clones (drawn with replacement,
+    appended; the first draw whose per-GPU milli would pass the target stops it) or pruned (random
+    pods removed, order kept) to `tune` x capacity."""
+    tasks = [trace.tasks[i] for i in rng.permutation(len(trace.tasks))]
+    target = tune * capacity
+    total = sum(t.demand.gpu_total for t in tasks)
+    if total < target:
+        while True:
+            c = trace.tasks[int(rng.integers(len(trace.tasks)))]
+            if total + c.demand.milli > target:
+                break
+            tasks.append(c)
+            total += c.demand.gpu_total
+    else:
+        keep = np.ones(len(tasks), dtype=bool)
+        alive = list(range(len(tasks)))
+        while total > target and alive:
+            i = alive.pop(int(rng.integers(len(alive))))
+            keep[i] = False
+            total -= tasks[i].demand.gpu_total
+        tasks = [t for t, k in zip(tasks, keep) if k]
+    return tasks
+
+
+def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TUNE) -> Samples:
+    """One experiment (trace x policy x seed)."""
+    if policy not in POLICIES:
+        raise InputError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}", "--policy")
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    nodes = cluster.fresh()
+    tasks = tuned(trace, nodes.capacity, tune, rng)
+    order = sorted(range(len(nodes)), key=lambda i: nodes.names[i])
+    rank = np.empty(len(nodes), dtype=np.int64)
+    rank[order] = rng.permutation(len(nodes))
+
+    dist = trace.distribution()
+    m, p = dist.demands(nodes.model_names), dist.p
+    kinds = sorted({t.demand for t in tasks})
+    kind_of = {d: u for u, d in enumerate(kinds)}
+    d = Demands(kinds, nodes.model_names)
+    everything = np.arange(len(nodes))
+    s = score(policy, nodes, everything, d, m, p)
+    fits, scores, share_gpu = s.fits.T.copy(), s.score.T.copy(), s.gpu.T.copy()     # kinds x nodes
+    frag = node_fragmentation(nodes, everything, m, p)
+
+    n_pods = len(tasks)
+    arrived_a = np.empty(n_pods, dtype=np.int64)
+    allocated_a = np.empty(n_pods, dtype=np.int64)
+    frag_a = np.empty(n_pods, dtype=np.float64)
+    failed: dict[str, int] = {}
+    arrived = allocated = 0
+    mem_free = nodes.mem_free
+    for i, t in enumerate(tasks):
+        dm = t.demand
+        u = kind_of[dm]
+        arrived += dm.gpu_total
+        cand = np.flatnonzero(fits[u] & (mem_free >= t.memory))
+        if len(cand) == 0:
+            key = f"cpu={dm.cpu} gpu={dm.k}x{dm.milli}" + (f" model={dm.spec()}" if dm.models else "")
+            failed[key] = failed.get(key, 0) + 1
+        else:
+            if len(cand) == 1:
+                n = int(cand[0])
+            elif policy == RANDOM:
+                n = int(cand[rng.integers(len(cand))])
+            else:
+                sc = scores[u, cand]
+                if policy == BESTFIT:
+                    sc = normalize(sc)
+                n = int(cand[np.argmax(sc * RANK_WEIGHT - rank[cand])])
+            if dm.sharing:
+                gpus = [random_gpu(nodes.free[n], dm.milli, rng) if policy == RANDOM else int(share_gpu[u, n])]
+            else:
+                gpus = whole_gpus(nodes.free[n], dm.k)
+            nodes.place(n, dm, t.memory, gpus)
+            row = np.array([n])
+            s = score(policy, nodes, row, d, m, p)
+            fits[:, n], scores[:, n], share_gpu[:, n] = s.fits[0], s.score[0], s.gpu[0]
+            frag[n] = node_fragmentation(nodes, row, m, p)[0]
+            allocated += dm.gpu_total
+        arrived_a[i], allocated_a[i], frag_a[i] = arrived, allocated, frag.sum()
+    free_a = nodes.capacity - allocated_a
+    return Samples(trace.name, policy, seed, nodes.capacity, arrived_a, allocated_a, frag_a, free_a, failed,
+                   breakdown(nodes, m, p), n_pods, time.perf_counter() - t0)
