@@ -20,7 +20,8 @@ from ..errors import InputError
                    "None: kube's default profile.")
 @click.option("--out", "out_dir", default="simulation", show_default=True, type=click.Path(file_okay=False),
               help="Output folder: one sub-folder per config, plus the comparison report.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for score ties and sessions.")
+@click.option("--seed", "seed_text", default="0", show_default=True, metavar="N",
+              help="Seed for score ties and sessions. With --protocol fgd: seeds, e.g. 42-51 or 42,43.")
 @click.option("--until", type=float, default=None, help="Stop at this virtual time (seconds).")
 @click.option("--jobs", type=int, default=None, help="Parallel runs (default: CPU count).")
 @click.option("--schedule-period", type=float, default=1.0, show_default=True,
@@ -30,12 +31,35 @@ from ..errors import InputError
                    "take no virtual time).")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
               help="Run the configs as Ray tasks on this Ray cluster ('local' starts one); needs caldera[ray].")
-def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed, until, jobs, schedule_period,
-             charge_cycle_time, ray_address):
+@click.option("--protocol", type=click.Choice(["fgd"]), default=None,
+              help="Run a published experiment instead of a replay: 'fgd' = the FGD paper's GPU-fragmentation "
+                   "protocol (docs/fgd.md) over an openb node list and openb pod lists.")
+@click.option("--policy", "policies", multiple=True, metavar="P",
+              help="--protocol fgd: a GPU policy (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, or "
+                   "Caldera's FGDPack); repeatable; default: the paper's six.")
+@click.option("--tune", type=float, default=None, metavar="X",
+              help="--protocol fgd: total GPU request as a fraction of capacity (default 1.3).")
+def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed_text, until, jobs, schedule_period,
+             charge_cycle_time, ray_address, protocol, policies, tune):
     """Replay a workload over time and compare scheduler configurations (pods.csv, summary.json,
     timeseries.csv per config; plots and report.html for all)."""
     from ..sim import run as sim_run
     from ..sim.traces import read_cluster, read_workload
+    from .simulate_fgd import fgd_protocol, parse_seeds
+    seeds = parse_seeds(seed_text)
+    if protocol == "fgd":
+        if config_paths or until is not None:
+            raise InputError("--protocol fgd takes no --config or --until: the policies are its --policy "
+                             "and a run ends when its pods are placed", "<command line>")
+        fgd_protocol(list(cluster_paths), list(workload_paths), list(policies), seeds, tune, Path(out_dir),
+                     jobs or sim_run.default_jobs(), ray_address)
+        return
+    if policies or tune is not None:
+        raise InputError("--policy and --tune belong to --protocol fgd", "<command line>")
+    if len(seeds) != 1:
+        raise InputError(f"--seed {seed_text}: one seed per replay (several seeds are for --protocol fgd)",
+                         "<command line>")
+    seed = seeds[0]
     if until is not None and until < 0:
         raise InputError("--until must be >= 0 seconds", "<command line>")
     if schedule_period <= 0:

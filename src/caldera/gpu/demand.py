@@ -77,6 +77,14 @@ class Demands:
     def __len__(self) -> int:
         return len(self.kinds)
 
+    def subset(self, idx: np.ndarray) -> Demands:
+        """The kinds at `idx`, in that order (columns sliced, nothing recomputed)."""
+        out = Demands.__new__(Demands)
+        out.kinds = [self.kinds[int(i)] for i in idx]
+        for name in ("cpu", "milli", "k", "total", "gpu", "sharing", "tag", "access"):
+            setattr(out, name, getattr(self, name)[idx])
+        return out
+
 
 @dataclass
 class Distribution:

@@ -20,7 +20,9 @@ from ...gpu.demand import MILLI_PER_GPU, Demand, Demands, Distribution, distribu
 from ...gpu.frag import breakdown, node_fragmentation
 from ...gpu.nodes import GpuNodes
 from ...gpu.policies import BESTFIT, POLICIES, RANDOM, normalize, random_gpu, score, whole_gpus
+from ...gpu.policies import fits as node_fits
 from ..traces.common import csv_table, parse_count, require_columns, row_where
+from .variants import EXTRA_POLICIES, spec
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -127,8 +129,7 @@ def read_trace(path: str) -> Trace:
 
 
 def _stem(path: str) -> str:
-    stem = Path(path).stem
-    return stem[len("openb_pod_list_"):] if stem.startswith("openb_pod_list_") else stem
+    return Path(path).stem
 
 
 def _models(spec: str) -> tuple[str, ...]:
@@ -144,6 +145,9 @@ def tuned(trace: Trace, capacity: int, tune: float, rng: np.random.Generator) ->
     tasks = [trace.tasks[i] for i in rng.permutation(len(trace.tasks))]
     target = tune * capacity
     total = sum(t.demand.gpu_total for t in tasks)
+    if total < target and not any(t.demand.gpu_total for t in trace.tasks):
+        raise InputError(f"{trace.name}: no pod asks for GPUs, so no number of clones reaches {tune:g} x the "
+                         "GPU capacity; the FGD protocol needs GPU pods", "--workload")
     if total < target:
         while True:
             c = trace.tasks[int(rng.integers(len(trace.tasks)))]
@@ -164,8 +168,10 @@ def tuned(trace: Trace, capacity: int, tune: float, rng: np.random.Generator) ->
 
 def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TUNE) -> Samples:
     """One experiment (trace x policy x seed)."""
-    if policy not in POLICIES:
-        raise InputError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}", "--policy")
+    if policy not in POLICIES and policy not in EXTRA_POLICIES:
+        raise InputError(f"unknown policy {policy!r}; known: {', '.join((*POLICIES, *EXTRA_POLICIES))}",
+                         "--policy")
+    sp = spec(policy)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     nodes = cluster.fresh()
@@ -180,8 +186,9 @@ def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TU
     kind_of = {d: u for u, d in enumerate(kinds)}
     d = Demands(kinds, nodes.model_names)
     everything = np.arange(len(nodes))
-    s = score(policy, nodes, everything, d, m, p)
+    s = score(sp.primary, nodes, everything, d, m, p, sp.exact)
     fits, scores, share_gpu = s.fits.T.copy(), s.score.T.copy(), s.gpu.T.copy()     # kinds x nodes
+    ties = score(sp.tie, nodes, everything, d).score.T.copy() if sp.tie else None
     frag = node_fragmentation(nodes, everything, m, p)
 
     n_pods = len(tasks)
@@ -189,12 +196,13 @@ def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TU
     allocated_a = np.empty(n_pods, dtype=np.int64)
     frag_a = np.empty(n_pods, dtype=np.float64)
     failed: dict[str, int] = {}
-    arrived = allocated = 0
+    allocated = 0
     mem_free = nodes.mem_free
-    for i, t in enumerate(tasks):
+    arrival = _arrivals(tasks, sp.window)
+    for j, (i, t) in enumerate(_attempt_order(tasks, sp.window)):
         dm = t.demand
         u = kind_of[dm]
-        arrived += dm.gpu_total
+        arrived = arrival[i]
         cand = np.flatnonzero(fits[u] & (mem_free >= t.memory))
         if len(cand) == 0:
             key = f"cpu={dm.cpu} gpu={dm.k}x{dm.milli}" + (f" model={dm.spec()}" if dm.models else "")
@@ -202,24 +210,59 @@ def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TU
         else:
             if len(cand) == 1:
                 n = int(cand[0])
-            elif policy == RANDOM:
+            elif sp.primary == RANDOM:
                 n = int(cand[rng.integers(len(cand))])
+            elif ties is not None:
+                n = int(cand[np.lexsort((rank[cand], -ties[u, cand], -scores[u, cand]))[0]])
             else:
                 sc = scores[u, cand]
-                if policy == BESTFIT:
+                if sp.primary == BESTFIT:
                     sc = normalize(sc)
                 n = int(cand[np.argmax(sc * RANK_WEIGHT - rank[cand])])
             if dm.sharing:
-                gpus = [random_gpu(nodes.free[n], dm.milli, rng) if policy == RANDOM else int(share_gpu[u, n])]
+                gpus = [random_gpu(nodes.free[n], dm.milli, rng) if sp.primary == RANDOM else int(share_gpu[u, n])]
             else:
                 gpus = whole_gpus(nodes.free[n], dm.k)
             nodes.place(n, dm, t.memory, gpus)
             row = np.array([n])
-            s = score(policy, nodes, row, d, m, p)
-            fits[:, n], scores[:, n], share_gpu[:, n] = s.fits[0], s.score[0], s.gpu[0]
+            # only the kinds that still fit this node need a score
+            fits[:, n] = fit_now = node_fits(nodes, row, d)[0]
+            live = np.flatnonzero(fit_now)
+            if len(live):
+                sub = d.subset(live)
+                s = score(sp.primary, nodes, row, sub, m, p, sp.exact)
+                scores[live, n], share_gpu[live, n] = s.score[0], s.gpu[0]
+                if ties is not None and sp.tie:
+                    ties[live, n] = score(sp.tie, nodes, row, sub).score[0]
             frag[n] = node_fragmentation(nodes, row, m, p)[0]
             allocated += dm.gpu_total
-        arrived_a[i], allocated_a[i], frag_a[i] = arrived, allocated, frag.sum()
+        arrived_a[j], allocated_a[j], frag_a[j] = arrived, allocated, frag.sum()
     free_a = nodes.capacity - allocated_a
     return Samples(trace.name, policy, seed, nodes.capacity, arrived_a, allocated_a, frag_a, free_a, failed,
                    breakdown(nodes, m, p), n_pods, time.perf_counter() - t0)
+
+
+def _arrivals(tasks: list[Task], window: int) -> list[int]:
+    """Arrived milli-GPU at each attempt: every pod before it in arrival order and itself; with a
+    window of B arrivals, every pod of its window (all of them arrived before the first decision)."""
+    out, total = [], 0
+    for lo in range(0, len(tasks), window):
+        total += sum(t.demand.gpu_total for t in tasks[lo:lo + window])
+        if window == 1:
+            out.append(total)
+        else:
+            out.extend([total] * len(tasks[lo:lo + window]))
+    return out
+
+
+def _attempt_order(tasks: list[Task], window: int) -> list[tuple[int, Task]]:
+    """Pods in the order they are attempted: arrival order, or per window of B arrivals the
+    largest GPU demand first (whole GPUs, then larger shares; more CPU first on equal GPU)."""
+    if window == 1:
+        return list(enumerate(tasks))
+    out = []
+    for lo in range(0, len(tasks), window):
+        chunk = tasks[lo:lo + window]
+        out.extend(sorted(enumerate(chunk, lo), key=lambda it: (-it[1].demand.gpu_total, -it[1].demand.milli,
+                                                                  -it[1].demand.cpu, it[0])))
+    return out
