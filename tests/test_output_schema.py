@@ -20,6 +20,7 @@ EXAMPLES = [
     ("gang-training", [EX / "batch" / "gang-training"], EX / "batch" / "volcano-scheduler.conf", "volcano"),
     ("weighted-queues", [EX / "batch" / "weighted-queues"], EX / "batch" / "volcano-scheduler.conf", "volcano"),
     ("reclaim", [EX / "batch" / "reclaim"], EX / "batch" / "reclaim" / "volcano-scheduler.conf", "volcano"),
+    ("deviceshare", [EX / "batch" / "deviceshare"], EX / "batch" / "deviceshare" / "volcano-scheduler.conf", "volcano"),
     # Volcano objects with a kube pass: validated, then listed as ignored
     ("gang-training-kube", [EX / "batch" / "gang-training"], None, "kube"),
 ]

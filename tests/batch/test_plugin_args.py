@@ -41,9 +41,10 @@ def test_unsupported_volcano_argument_warns(tmp_path):
                                              "predicate.resources.nvidia.com/gpu.cpu: 4")
     w = warnings_of(path)
     assert len(w) == 4, w
-    assert w[0].startswith(f'{path}: plugin "predicates" argument "predicate.GPUSharingEnable" is not supported '
-                           "by Caldera (")
-    assert all(x.endswith("; ignored") and "is not supported by Caldera" in x for x in w)
+    assert w[0] == (f'{path}: plugin "predicates" argument "predicate.GPUSharingEnable" is not read (predicates '
+                    "reads it only before Volcano v1.9; GPU sharing is the deviceshare plugin's "
+                    '"deviceshare.GPUSharingEnable"); ignored')
+    assert all(x.endswith("; ignored") and "is not supported by Caldera" in x for x in w[1:])
 
 
 @pytest.mark.parametrize("plugin,args,needle", [

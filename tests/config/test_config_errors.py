@@ -76,7 +76,7 @@ CASES = [
     ("unknown-plugin-field", "c.yaml", V1 + prof("score:\n  enabled: [{name: NodeResourcesFit, wieght: 2}]"),
      "profiles[0].plugins.score.enabled[0].wieght", "unknown field"),
     ("unknown-plugin", "c.yaml", V1 + prof("multiPoint:\n  enabled: [{name: Foo}]"),
-     "profiles[0].plugins.multiPoint.enabled[0].name", "unknown plugin 'Foo'; known plugins: DefaultBinder,"),
+     "profiles[0].plugins.multiPoint.enabled[0].name", "unknown plugin 'Foo'; known plugins: BestFit, DefaultBinder,"),
     ("unknown-disabled-plugin", "c.yaml", V1 + prof("filter:\n  disabled: [{name: NodeAfinity}]"),
      "profiles[0].plugins.filter.disabled[0].name", "unknown plugin 'NodeAfinity'; did you mean 'NodeAffinity'"),
     ("invalid-v1-plugin", "c.yaml", V1 + prof("filter:\n  enabled: [{name: EBSLimits}]"),

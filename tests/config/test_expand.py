@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from caldera.config.defaults import default_config, default_plugins
+from caldera.config.defaults import CALDERA_MULTIPOINT, default_config, default_plugins
 from caldera.config.expand import (
     EXTENSION_POINTS,
     MULTI_POINT,
@@ -179,6 +179,11 @@ def test_real_registry_default_expansion_is_kube_restricted_to_implemented_point
     """Caldera's plugins join exactly kube's points (in kube's order) wherever they implement them;
     the fully implemented ones match kube exactly."""
     got = as_lists(default_config(build_registry(third_party=False)).profiles[0].plugins)
+    # Caldera's own default plugins (CALDERA_MULTIPOINT: GPUDevices) are set aside, then checked
+    ours = {name for name, _, _ in CALDERA_MULTIPOINT}
+    assert got["filter"][got["filter"].index("NodeResourcesFit") + 1] == "GPUDevices"
+    assert "GPUDevices" in got["preFilter"] and "GPUDevices" in got["reserve"]
+    got = {p: [x for x in v if (x[0] if isinstance(x, tuple) else x) not in ours] for p, v in got.items()}
     for point, want in KUBE_EXPANDED_V1.items():
         assert [x for x in want if x in got[point]] == got[point], point  # an ordered subsequence
     for name in ("SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",

@@ -115,6 +115,18 @@ def pod_group_phase(job: JobInfo, unschedulable: bool) -> str:
     return job.pg.phase
 
 
+def _binding(ssn: Session, task, node: str) -> dict:
+    """One binding; `devices`: the GPU indices a device plugin (deviceshare) gave the task."""
+    b: dict = {"pod": task.key, "node": node}
+    for plugin in ssn.plugins.values():
+        devices_of = getattr(plugin, "devices_of", None)
+        ids = devices_of(task) if devices_of is not None else None
+        if ids is not None:
+            b["devices"] = list(ids)
+            break
+    return b
+
+
 def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
                 scheduler_name: str | None = None) -> SessionResult:
     res = SessionResult(warnings=list(cluster.warnings), ignored=list(cluster.ignored))
@@ -129,7 +141,7 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
         ssn.timings[name] = (time.perf_counter() - ta) * 1000.0
     close_session(ssn)
     ssn.elapsed = time.perf_counter() - t0
-    res.bindings = [{"pod": t.key, "node": node} for t, node in ssn.bound]
+    res.bindings = [_binding(ssn, t, node) for t, node in ssn.bound]
     res.evictions = [{"pod": t.key, "node": t.node_name, "reason": reason} for t, reason in ssn.evicted]
     bound = {t.key for t, _ in ssn.bound}
     memo: dict = {}

@@ -13,7 +13,9 @@ def render(data: dict, console: Console | None = None) -> None:
     t.add_column("Result")
     t.add_column("Node / reason", overflow="fold")
     for b in data["bindings"]:
-        t.add_row(b["pod"], "[green]bound[/]", b["node"])
+        devices = b.get("devices")      # the GPUs a pod with GPU demand took
+        gpus = f" (GPU {', '.join(map(str, devices))})" if devices else ""
+        t.add_row(b["pod"], "[green]bound[/]", b["node"] + gpus)
     noms = {n["pod"]: n["node"] for n in data["nominations"]}
     for u in data["unschedulable"]:
         extra = f" (nominated to {noms[u['pod']]})" if u["pod"] in noms else ""
@@ -48,6 +50,7 @@ def render(data: dict, console: Console | None = None) -> None:
 SHORT = {"NodeResourcesFit": "Fit", "NodeResourcesBalancedAllocation": "Balanced",
          "TaintToleration": "Taint", "NodeAffinity": "NodeAff", "PodTopologySpread": "Spread",
          "InterPodAffinity": "PodAff", "ImageLocality": "Image",
+         "GpuPacking": "Packing", "GpuClustering": "Cluster",     # GPU policies (docs/gpu.md)
          # Volcano's nodeorder reports the kube scorers it wraps, NodeResourcesFit per strategy
          "NodeResourcesFit_LeastAllocated": "Fit(LA)", "NodeResourcesFit_MostAllocated": "Fit(MA)"}
 

@@ -191,7 +191,7 @@ def _decode_profile(c: _Ctx, raw: dict[str, Any], where: str, single: bool) -> P
             "a value in [0-100] (0 = adaptive), or leave it out to use the top-level value")
     custom = _decode_plugins(c, c.mapping(raw.get("plugins"), f"{where}.plugins", "extension points"),
                              f"{where}.plugins")
-    merged = merge_plugins(default_plugins(), custom)
+    merged = merge_plugins(default_plugins(c.registry), custom)
     try:
         prof.plugins = expand_plugins(merged, c.registry, c.resolver)
     except PluginSetError as e:

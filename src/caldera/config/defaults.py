@@ -39,13 +39,27 @@ KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("DynamicResources", "NodeDeclaredFeatu
                                           "SelectorSpread", "ServiceAffinity")
 
 
-def default_plugins() -> dict[str, PluginSet]:
-    return {MULTI_POINT: PluginSet([PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT])}
+# Caldera's own plugins in the default multiPoint set: (name, weight, the kube plugin it follows).
+# Each is a no-op for pods that do not use what it adds (GPUDevices: pods without GPU demand skip
+# it at PreFilter), so default decisions for those pods are kube's. They join the default set
+# only when the registry has them (a registry of kube's plugins alone expands exactly as kube).
+CALDERA_MULTIPOINT: tuple[tuple[str, int, str], ...] = (
+    ("GPUDevices", 0, "NodeResourcesFit"),
+)
+
+
+def default_plugins(registry: Registry | None = None) -> dict[str, PluginSet]:
+    refs = [PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT]
+    for name, w, after in CALDERA_MULTIPOINT:
+        if registry is not None and name in registry:
+            at = next(j for j, r in enumerate(refs) if r.name == after) + 1
+            refs.insert(at, PluginRef(name, w))
+    return {MULTI_POINT: PluginSet(refs)}
 
 
 def default_profile(registry: Registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
-    return Profile(scheduler_name=scheduler_name, plugins=expand_plugins(merge_plugins(default_plugins(), None),
-                                                                         registry))
+    return Profile(scheduler_name=scheduler_name,
+                   plugins=expand_plugins(merge_plugins(default_plugins(registry), None), registry))
 
 
 def default_config(registry: Registry, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulerConfig:

@@ -47,6 +47,11 @@ class Handle:
     def evict(self, victim: Pod, reason: str) -> None:
         self.scheduler.evict(victim, reason)
 
+    def workload_pods(self) -> list[Pod] | None:
+        """The pods the driver says make up the workload (`caldera schedule`: the input's pending
+        and running pods), None when it says nothing: FGD learns its target distribution from them."""
+        return self.scheduler.workload
+
 
 if TYPE_CHECKING:
     def _conforms(h: Handle) -> tuple[PreemptionHandle, BinderHandle]:

@@ -93,6 +93,7 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
     profiles = [p.scheduler_name for p in config.profiles]
     pending = sorted(pending_pods(cluster, profiles, scheduler_name, res.ignored),
                      key=lambda p: (p.creation or 0.0, p.seq))
+    sched.workload = [p for on in table.pods for p in on.values()] + pending
     for p in pending:
         now[0] = max(now[0], p.creation or 0.0)
         if p.nominated_node_name:
@@ -114,7 +115,11 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
         att = sched.schedule_one(p)
         res.attempts.append(att)
         if att.scheduled:
-            res.bindings.append({"pod": p.key, "node": att.node})
+            binding: dict = {"pod": p.key, "node": att.node}
+            devices = table.gpu.devices_of(p.key)
+            if devices is not None:       # the GPUs it took (pods with GPU demand only)
+                binding["devices"] = list(devices)
+            res.bindings.append(binding)
         else:
             res.unschedulable.append({"pod": p.key, "message": att.message})
         if att.nominated:

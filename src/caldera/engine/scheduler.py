@@ -133,6 +133,7 @@ class Scheduler:
         self._evictions: list | None = None
         self.on_evict: Callable | None = None
         self.on_selected: Callable | None = None     # (pod, node): a node was chosen, before assume
+        self.workload: list | None = None            # the driver's pods (FGD's learned distribution)
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             if prof.scheduler_name in self.frameworks:
@@ -328,7 +329,7 @@ class Scheduler:
         node = table.nodes[i].name
         if self.on_selected is not None:
             self.on_selected(pod, node)
-        table.add_pod(pod, i)
+        table.add_pod(pod, i, fresh=True)
         s = fwk.run_reserve(state, pod, node)
         if s.is_success():
             s = fwk.run_permit(state, pod, node)

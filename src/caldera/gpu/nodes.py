@@ -31,6 +31,27 @@ class GpuNodes:
         self.mem_free = self.mem_cap.copy()
         self.tags = np.zeros(n, dtype=np.int64)
 
+    @classmethod
+    def from_columns(cls, names: Sequence[str], free: np.ndarray, gpus: np.ndarray, model: np.ndarray,
+                     model_names: Sequence[str], cpu_free: np.ndarray, tags: np.ndarray,
+                     mem_free: np.ndarray | None = None) -> GpuNodes:
+        """A GpuNodes over existing columns, shared, not copied (the scheduler's NodeTable keeps
+        them: caldera.state.devices). cpu_cap/mem_cap are not known there and are left as the
+        free amounts; the policies and the fragmentation measure read only free, cpu_free, model,
+        gpus and tags."""
+        self = cls.__new__(cls)
+        self.names = list(names)
+        self.free = free
+        self.gpus = gpus
+        self.model = model
+        self.model_names = list(model_names)
+        self.cpu_free = cpu_free
+        self.cpu_cap = cpu_free
+        self.mem_free = mem_free if mem_free is not None else np.zeros(len(gpus), dtype=np.int64)
+        self.mem_cap = self.mem_free
+        self.tags = tags
+        return self
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -5,7 +5,9 @@ hands the bind here; the loop goes on with the next pod. A bind that fails is un
 is forgotten (taken off the node) and queued again — unless the API says it is already bound
 (409 with the pod now on a node: someone bound it, nothing to redo) or gone (404). A pod is
 never bound twice: a key with a bind in flight is refused, and a pod the API reports bound is
-not queued again.
+not queued again. A pod that took GPUs (docs/gpu.md) gets the `caldera.dev/gpu-devices`
+annotation with the Binding, and a pod Volcano's deviceshare placed gets the `volcano.sh/*`
+device annotations the session set on it (what Volcano's device plugins read).
 """
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from ..api.gpu import DEVICES_ANNOTATION, format_devices
+from ..batch.plugins.deviceshare_devices import GPUSHARE_ANNOTATIONS, VGPU_ANNOTATIONS
 from .client import ApiError
+
+# set by the deviceshare plugin of a Volcano session on the pods it gives GPUs
+VOLCANO_DEVICE_ANNOTATIONS = frozenset(GPUSHARE_ANNOTATIONS + VGPU_ANNOTATIONS)
 from .status import pod_path
 
 
@@ -39,12 +46,22 @@ class Binder:
                 return False
             self.in_flight.add(pod.key)
         self.cache.assume(pod, node)
-        self.pool.submit(self._bind, pod, node)
+        # the GPUs the pod took (Reserve has run): written on the pod by the bind itself
+        table = getattr(self.cache, "table", None)
+        devices = table.gpu.devices_of(pod.key) if table is not None else None
+        annotations = {k: v for k, v in pod.annotations.items() if k in VOLCANO_DEVICE_ANNOTATIONS}
+        if devices is not None:
+            annotations[DEVICES_ANNOTATION] = format_devices(devices)
+        self.pool.submit(self._bind, pod, node, annotations)
         return True
 
-    def _bind(self, pod, node: str) -> None:
-        body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": pod.name, "namespace": pod.namespace},
+    def _bind(self, pod, node: str, annotations: dict[str, str] | None = None) -> None:
+        meta: dict = {"name": pod.name, "namespace": pod.namespace}
+        if annotations:
+            # the API server copies a Binding's annotations onto the pod as it binds it (BindingREST),
+            # so the GPU indices land atomically with spec.nodeName
+            meta["annotations"] = annotations
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
             self.api.request("POST", pod_path(pod, "binding"), body)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from ..api.objects import Node, Pod, PriorityClass
 from ..errors import InputError
 from ..framework.queue.events import node_update_events
+from ..state.devices import PIN as GPU_PIN
 from ..state.nodetable import NodeTable
 
 
@@ -179,7 +180,9 @@ class ClusterCache:
                 if self.queue is not None:
                     self.queue.assigned_pod_deleted(gone)
             elif i is not None:
-                self.table.remove_pod(pod.key)
+                old = self.table.remove_pod(pod.key)
+                if GPU_PIN in old.cache:        # the GPUs it holds (chosen at Reserve) stay its own
+                    pod.cache.setdefault(GPU_PIN, old.cache[GPU_PIN])
                 j = self.table.index.get(pod.node_name, i)
                 self.table.add_pod(pod, j)
                 if self.queue is not None:

@@ -14,6 +14,8 @@ from typing import Any
 from ..errors import ConfigError
 from .defaultbinder import DefaultBinder
 from .defaultpreemption.plugin import DefaultPreemption
+from .gpu.devices import GPUDevices
+from .gpu.policies import FGD, BestFit, DotProd, GpuClustering, GpuPacking, Random
 from .imagelocality import ImageLocality
 from .interpodaffinity.plugin import InterPodAffinity
 from .nodeaffinity import NodeAffinity
@@ -51,6 +53,15 @@ IN_TREE: Mapping[str, Factory] = {
     "NodeVolumeLimits": NodeVolumeLimits,
     "VolumeBinding": VolumeBinding,
     "VolumeZone": VolumeZone,
+    # GPUs as devices (docs/gpu.md): not kube's; GPUDevices is in the default profile (a no-op for
+    # pods without GPU demand), the policies are enabled by name
+    "GPUDevices": GPUDevices,
+    "Random": Random,
+    "DotProd": DotProd,
+    "GpuClustering": GpuClustering,
+    "GpuPacking": GpuPacking,
+    "BestFit": BestFit,
+    "FGD": FGD,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..api.gpu import format_devices
 from ..api.loader import Cluster
 from ..api.objects import Pod
 from ..config.types import SchedulerConfig
@@ -31,6 +32,9 @@ class KubeSim(Simulation):
             initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds,
             sort_key=getattr(sort_plugin, "sort_key", None), hints=hints_from_plugins(plugins))
         self.profiles = set(self.scheduler.frameworks)
+        # FGD's learned distribution: the whole trace and the initial running pods (docs/gpu.md)
+        self.scheduler.workload = [p for on in self.table.pods for p in on.values()] + \
+            [sp.pod for sp in workload.pods]
         self._foreign: set[str] = set()
 
     def submit(self, pod: Pod) -> None:
@@ -68,6 +72,9 @@ class KubeSim(Simulation):
             if att.scheduled:
                 q.done(pod.key)
                 self.bound(pod, att.node)
+                devices = self.table.gpu.devices_of(pod.key)
+                if devices is not None:
+                    self.records[pod.key].devices = format_devices(devices)
             else:
                 qpi.unschedulable_plugins = set(att.unschedulable_plugins)
                 q.add_unschedulable_if_not_present(qpi)

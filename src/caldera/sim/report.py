@@ -17,6 +17,7 @@ from .plots import write_plots
 from .summary import rounded, summarize
 
 POD_COLUMNS = ("pod", "arrival", "start", "end", "node", "attempts", "evictions", "outcome", "queue")
+DEVICES_COLUMN = "devices"          # the GPUs a pod took (kube configurations), only when some pod did
 MAX_WARNINGS_SHOWN = 20
 MISSING = "\u2013"     # an en dash in the table for a figure that could not be computed
 
@@ -38,9 +39,12 @@ def cell(x: float | int | str | None) -> str:
     return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
 
 
-def pod_row(p: PodRecord) -> Row:
-    return [p.pod, cell(p.arrival), cell(p.start), cell(p.end), p.node, cell(p.attempts), cell(p.evictions),
-            p.outcome, p.queue]
+def pod_row(p: PodRecord, devices: bool = False) -> Row:
+    row = [p.pod, cell(p.arrival), cell(p.start), cell(p.end), p.node, cell(p.attempts), cell(p.evictions),
+           p.outcome, p.queue]
+    if devices:
+        row.append(p.devices)
+    return row
 
 
 def timeseries_header(r: SimResult) -> Row:
@@ -66,11 +70,13 @@ def write_csv(path: Path, header: Sequence[str], rows: Sequence[Row]) -> None:
 
 
 def write_run(out_dir: Path, r: SimResult) -> None:
-    """out_dir/pods.csv (one row per pod, POD_COLUMNS), out_dir/summary.json (`summarize`) and
-    out_dir/timeseries.csv (time, allocated_<res> and alloc_ratio_<res> per resource, pending,
-    running, share_<queue> per queue)."""
+    """out_dir/pods.csv (one row per pod, POD_COLUMNS, plus `devices` when some pod took GPUs),
+    out_dir/summary.json (`summarize`) and out_dir/timeseries.csv (time, allocated_<res> and
+    alloc_ratio_<res> per resource, pending, running, share_<queue> per queue)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_csv(out_dir / "pods.csv", POD_COLUMNS, [pod_row(p) for p in r.records])
+    devices = any(p.devices for p in r.records)
+    write_csv(out_dir / "pods.csv", POD_COLUMNS + (DEVICES_COLUMN,) if devices else POD_COLUMNS,
+              [pod_row(p, devices) for p in r.records])
     text = json.dumps(summarize(r), indent=2, allow_nan=False)
     (out_dir / "summary.json").write_text(text + "\n", encoding="utf-8")
     write_csv(out_dir / "timeseries.csv", timeseries_header(r), [timeseries_row(r, k) for k in range(len(r.times))])

@@ -29,7 +29,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ..api.gpu import pod_gpu_demand
 from ..api.objects import Node, Pod
+from .devices import Devices
 
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 CPU, MEM, EPH, PODS = 0, 1, 2, 3
@@ -93,6 +95,8 @@ class NodeTable:
         self.pod_log: list[tuple[Pod, int, int]] = []
         self._shared: dict[str, Any] = {}
         self.pod_log_base = 0
+        # GPUs as devices (devices.py): per node the free milli-GPU of each GPU, kept with the pods
+        self.gpu = Devices()
         nodes = list(nodes)
         if nodes:
             self.add_nodes(nodes)
@@ -151,6 +155,7 @@ class NodeTable:
                                              np.fromiter((n.unschedulable for n in nodes), dtype=bool,
                                                          count=len(nodes))])
         self.any_unschedulable = bool(self.unschedulable.any())
+        self.gpu.add_rows(nodes)
         self._layout_changed()
         return list(range(first, len(self.nodes)))
 
@@ -174,6 +179,8 @@ class NodeTable:
             self.alloc[i, :] = self._alloc_rows([n])[0]
             self.free[:, i] = self.alloc[i] - self.req[i]
             self.alloc_t[:, i] = self.alloc[i]
+        if ch & (ALLOCATABLE | LABELS):
+            self.gpu.node_changed(i, n, self.pods[i])
         if ch & UNSCHEDULABLE:
             u = self.unschedulable.copy()      # copy: callers may hold the previous column
             u[i] = n.unschedulable
@@ -201,6 +208,7 @@ class NodeTable:
         self._sync_free()
         self.unschedulable = np.delete(self.unschedulable, i)
         self.any_unschedulable = bool(self.unschedulable.any())
+        self.gpu.delete_row(i)
         self.index = {n.name: j for j, n in enumerate(self.nodes)}
         self.pod_node = {k: (j - 1 if j > i else j) for k, j in self.pod_node.items()}
         self._layout_changed()
@@ -222,6 +230,7 @@ class NodeTable:
         table's back) and drop every derived value."""
         self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
         self.any_unschedulable = bool(self.unschedulable.any())
+        self.gpu.rebuild(self.nodes, self.pods)
         self._layout_changed()
 
     def node_changes_since(self, pos: int, aspects: int = ALL_ASPECTS) -> tuple[list[int] | None, int]:
@@ -256,8 +265,10 @@ class NodeTable:
             pod.cache[("vec", len(self.res_names))] = v
         return v
 
-    def add_pod(self, pod: Pod, i: int) -> None:
-        """Account `pod` on node i (a running pod, or an assumed one)."""
+    def add_pod(self, pod: Pod, i: int, *, fresh: bool = False) -> None:
+        """Account `pod` on node i (a running pod, or an assumed one). A pod with GPU demand takes
+        GPUs of the node (devices.py): with `fresh` (the scheduler assuming the pod it placed) by
+        the default selection rule, else those it held there before or its annotation's."""
         if pod.key in self.pod_node:
             raise ValueError(f"pod {pod.key} already on node {self.nodes[self.pod_node[pod.key]].name}")
         cols, vals = self.pod_vector(pod)
@@ -267,6 +278,8 @@ class NodeTable:
         self.nonzero[1, i] += pod.nonzero_mem
         self.pods[i][pod.key] = pod
         self.pod_node[pod.key] = i
+        if self.gpu.any and pod_gpu_demand(pod)[0]:
+            self.gpu.place(pod, i, self.nodes[i].name, fresh=fresh)
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity += 1
         pc = self.priority_count
@@ -282,6 +295,8 @@ class NodeTable:
         self.free[cols, i] += vals
         self.nonzero[0, i] -= pod.nonzero_cpu
         self.nonzero[1, i] -= pod.nonzero_mem
+        if self.gpu.held and pod.key in self.gpu.held:
+            self.gpu.release(pod.key)
         if pod.has_affinity or pod.has_anti_affinity:
             self.pods_with_affinity -= 1
         pc = self.priority_count

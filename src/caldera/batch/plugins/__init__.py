@@ -20,6 +20,7 @@ PLUGINS = {
     "binpack": "binpack:BinpackPlugin",
     "nodeorder": "nodeorder:NodeOrderPlugin",
     "predicates": "predicates:PredicatesPlugin",
+    "deviceshare": "deviceshare:DeviceSharePlugin",
 }
 
 

@@ -27,8 +27,9 @@ predicate.TaintTolerationEnable, predicate.PodAffinityEnable, predicate.PodTopol
 predicate.VolumeBindingEnable, predicate.DynamicResourceAllocationEnable and
 predicate.CacheEnable are accepted: Caldera has no volumes or resource claims (their plugins would
 skip every pod), and the predicate cache by role is the action's PredicateHelper. The keys of
-UNSUPPORTED_ARGS (Volcano's proportional predicate, GPU sharing, volume binding and DRA settings)
-warn when the conf is loaded, as does any key nothing reads.
+UNSUPPORTED_ARGS (Volcano's proportional predicate, volume binding and DRA settings) warn when the
+conf is loaded, as does any key nothing reads; predicate.GPUSharingEnable / GPUNumberEnable (read
+by predicates before Volcano v1.9) warn with a pointer to the deviceshare plugin's keys.
 """
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ NOOP_ARGS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "
 PROPORTIONAL_RESOURCES = "predicate.resources"
 _PROPORTIONAL = "the proportional predicate (CPU/memory kept free per GPU) is not modelled"
 _VOLUMES = "Caldera does not model volumes"
-_DEVICES = "GPU sharing is Volcano's deviceshare plugin (predicates read it before v1.9), not modelled"
+# read by predicates before Volcano v1.9 only; GPU sharing is now the deviceshare plugin (deviceshare.py)
+MOVED_TO_DEVICESHARE = {"predicate.GPUSharingEnable": "deviceshare.GPUSharingEnable",
+                        "predicate.GPUNumberEnable": "deviceshare.GPUNumberEnable"}
 UNSUPPORTED_ARGS = {
     "predicate.ProportionalEnable": _PROPORTIONAL, PROPORTIONAL_RESOURCES: _PROPORTIONAL,
-    "predicate.GPUSharingEnable": _DEVICES, "predicate.GPUNumberEnable": _DEVICES,
     "volumebinding.bindTimeoutSeconds": _VOLUMES, "volumebinding.weight": _VOLUMES, "volumebinding.shape": _VOLUMES,
     "dynamicresources.filterTimeoutSeconds": "Caldera does not model resource claims (DRA)",
 }
@@ -85,6 +87,14 @@ class PredicatesPlugin(BatchPlugin):
     ARGUMENTS = frozenset([*ENABLE_ARGS, *NOOP_ARGS])
     UNSUPPORTED = UNSUPPORTED_ARGS
     UNSUPPORTED_PREFIXES = UNSUPPORTED_PREFIX_ARGS
+
+    @classmethod
+    def unread_hint(cls, key, arguments):
+        moved = MOVED_TO_DEVICESHARE.get(key)
+        if moved is not None:
+            return (f'predicates reads it only before Volcano v1.9; GPU sharing is the deviceshare plugin\'s '
+                    f'"{moved}"')
+        return None
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)
