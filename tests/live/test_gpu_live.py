@@ -1,0 +1,119 @@
+"""`caldera run` with GPUs against the real API server: a KubeSchedulerConfiguration enabling FGD
+and a Volcano conf enabling deviceshare each bind a GPU pod and the GPU indices it took reach the
+pod itself (the Binding's annotations, which the API server copies onto the pod)."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from caldera.batch.actions import ACTIONS
+from caldera.batch.conf import parse_volcano_conf
+from caldera.batch.plugins import PLUGINS
+
+from .kube import (
+    admin_api,
+    create_node,
+    delete_nodes,
+    get_pod,
+    install_crds,
+    kube_profile,
+    live_scheduler,
+    namespace,
+    pod_body,
+    tag,
+    wait_until,
+)
+
+FGD_PROFILE = """  plugins:
+    multiPoint:
+      enabled:
+      - {name: FGD, weight: 10}
+"""
+
+DEVICESHARE_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: deviceshare
+    arguments:
+      deviceshare.GPUSharingEnable: true
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@pytest.fixture
+def api(control_plane):
+    a = admin_api(control_plane)
+    install_crds(a)
+    yield a
+    a.close()
+
+
+def gpu_pod(ns: str, name: str, sched: str, limits: dict[str, str]) -> dict:
+    body = pod_body(ns, name, sched, cpu="1")
+    res = body["spec"]["containers"][0]["resources"]
+    res["limits"] = dict(limits)
+    res["requests"].update(limits)
+    return body
+
+
+def test_fgd_profile_writes_the_gpu_devices_annotation(api, tmp_path):
+    t = tag()
+    sched = f"fgd-{t}"
+    ns = namespace(api, f"fgd-{t}")
+    node = f"gpu-{t}"
+    # one T4 node with 2 GPUs in the openb convention: a 300-milli share and a whole GPU must end on
+    # different GPUs (a whole GPU has to be fully free), each named by the pod's annotation
+    create_node(api, node, cpu="8", memory="32Gi", labels={"nvidia.com/gpu.product": "T4"},
+                extra={"nvidia.com/gpu": "2", "alibabacloud.com/gpu-milli": "2000"})
+    try:
+        with live_scheduler(api, kube_profile(tmp_path, sched, FGD_PROFILE)) as app:
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "share", sched, {"alibabacloud.com/gpu-milli": "300"}))
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "whole", sched, {"nvidia.com/gpu": "1", "alibabacloud.com/gpu-milli": "1000"}))
+            def bound():
+                pods = [get_pod(api, ns, n) for n in ("share", "whole")]
+                return pods if all(p["spec"].get("nodeName") == node for p in pods) else None
+            pods = wait_until(bound, timeout=30, what="both GPU pods bound")
+            got = {p["metadata"]["name"]: p["metadata"].get("annotations", {}).get("caldera.dev/gpu-devices")
+                   for p in pods}
+            # the whole GPU and the share are on different GPUs (a whole GPU must be fully free)
+            assert got["share"] in ("0", "1") and got["whole"] in ("0", "1") and got["share"] != got["whole"]
+            assert app.loop.binder.failed == 0
+    finally:
+        delete_nodes(api, [node])
+
+
+def test_volcano_deviceshare_writes_volcano_gpu_index(api):
+    t = tag()
+    sched = f"volcano-{t}"
+    ns = namespace(api, f"share-{t}")
+    node = f"vgpu-{t}"
+    # 2 GPUs of 16000 MiB (volcano-device-plugin's capacity names)
+    create_node(api, node, cpu="8", memory="32Gi",
+                extra={"volcano.sh/gpu-memory": "32000", "volcano.sh/gpu-number": "2"})
+    conf = parse_volcano_conf(yaml.safe_load(DEVICESHARE_CONF), "test.conf", ACTIONS, PLUGINS)
+    try:
+        with live_scheduler(api, conf, scheduler_name=sched, leader_elect=False, schedule_period=0.3) as app:
+            # 12000 MiB: GPU 0; then 8000 MiB no longer fits GPU 0 (4000 left): GPU 1
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "a", sched, {"volcano.sh/gpu-memory": "12000"}))
+            wait_until(lambda: get_pod(api, ns, "a")["spec"].get("nodeName"), timeout=30, what="a bound")
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "b", sched, {"volcano.sh/gpu-memory": "8000"}))
+            wait_until(lambda: get_pod(api, ns, "b")["spec"].get("nodeName"), timeout=30, what="b bound")
+            ann = {n: get_pod(api, ns, n)["metadata"].get("annotations", {}) for n in ("a", "b")}
+            assert ann["a"].get("volcano.sh/gpu-index") == "0"
+            assert ann["b"].get("volcano.sh/gpu-index") == "1"
+            assert "volcano.sh/predicate-time" in ann["b"]
+            assert app.loop.binder.failed == 0
+    finally:
+        delete_nodes(api, [node])
