@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api.gpu import MILLI_PER_GPU, pod_gpu_demand, pod_gpu_models
 from ..api.loader import Cluster
 from ..api.objects import Node, Pod
 from ..state.nodetable import NodeTable
@@ -306,33 +307,66 @@ class Simulation:
             peak_rss_mib=_peak_rss_mib(), warnings=self.warnings)
 
     def gpu_fragmentation(self) -> float | None:
-        """Free milli-GPU on nodes where no pending pod fits (by every resource it requests);
-        None when the cluster has no GPUs. Node-level: GPUs as one pool per node."""
+        """Free milli-GPU that no pending pod can use; None when the cluster has no GPUs. With GPUs
+        as devices (docs/gpu.md) per GPU: a GPU's free milli counts unless some pending pod fits
+        its node by every other resource and model and could take that GPU (a share: free >= its
+        milli; whole GPUs: the GPU fully free and enough fully free GPUs on the node)."""
         t = self.table
+        if len(t) == 0:
+            return None
+        if t.gpu.any:
+            return self._device_fragmentation()
         j = t.res_index.get(GPU_MILLI)
         if j is None:
             j = t.res_index.get(WHOLE_GPU)
             scale = 1000.0
         else:
             scale = 1.0
-        if j is None or len(t) == 0:
+        if j is None:
             return None
-        free = t.free                                     # [R, N]
         usable = np.zeros(len(t), dtype=bool)
-        shapes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        for ok, _ in self._pending_shapes():
+            usable |= ok
+        return float(t.free[j][~usable].clip(min=0).sum() * scale)
+
+    def _pending_shapes(self):
+        """(nodes whose free resources fit the pod, a pod of that shape) per distinct request
+        vector of the pending pods (unschedulable nodes excluded)."""
+        t = self.table
+        free = t.free                                     # [R, N]
+        shapes: dict[tuple, tuple[np.ndarray, np.ndarray, Pod]] = {}
         for p in self.pending.values():
             cols, vals = t.pod_vector(p)
-            shapes.setdefault((cols.tobytes(), vals.tobytes()), (cols, vals))
+            key = (cols.tobytes(), vals.tobytes(), pod_gpu_models(p))
+            shapes.setdefault(key, (cols, vals, p))
         schedulable = ~t.unschedulable
-        for cols, vals in shapes.values():
+        for cols, vals, pod in shapes.values():
             ok = schedulable.copy()
             for c, v in zip(cols.tolist(), vals.tolist()):
                 if c < free.shape[0]:
                     ok &= free[c] >= v
                 elif v > 0:
                     ok[:] = False
-            usable |= ok
-        return float(free[j][~usable].clip(min=0).sum() * scale)
+            yield ok, pod
+
+    def _device_fragmentation(self) -> float:
+        g = self.table.gpu
+        free = g.free                                     # [N, W]
+        full = free >= MILLI_PER_GPU
+        usable = np.zeros(free.shape, dtype=bool)
+        for ok, pod in self._pending_shapes():
+            k, milli = pod_gpu_demand(pod)
+            if k == 0:
+                continue
+            models = pod_gpu_models(pod)
+            if models:
+                ok = ok & np.array([m in models for m in g.models], dtype=bool)
+            if milli < MILLI_PER_GPU:
+                fits = free >= milli
+            else:
+                fits = full & (full.sum(axis=1) >= k)[:, None]
+            usable |= ok[:, None] & fits
+        return float(free[~usable].clip(min=0).sum())
 
 
 def _peak_rss_mib() -> float:
