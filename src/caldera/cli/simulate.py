@@ -35,8 +35,9 @@ from ..errors import InputError
               help="Run a published experiment instead of a replay: 'fgd' = the FGD paper's GPU-fragmentation "
                    "protocol (docs/fgd.md) over an openb node list and openb pod lists.")
 @click.option("--policy", "policies", multiple=True, metavar="P",
-              help="--protocol fgd: a GPU policy (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, or "
-                   "Caldera's FGDPack); repeatable; default: the paper's six.")
+              help="--protocol fgd: a GPU policy (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, or a "
+                   "variant of docs/fgd.md: FGDExact, FGDPack, FGDBalance, FGDBatch8, FGDBatch32); repeatable; "
+                   "default: the paper's six.")
 @click.option("--tune", type=float, default=None, metavar="X",
               help="--protocol fgd: total GPU request as a fraction of capacity (default 1.3).")
 def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed_text, until, jobs, schedule_period,

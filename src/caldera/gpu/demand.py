@@ -80,7 +80,8 @@ class Demands:
     def subset(self, idx: np.ndarray) -> Demands:
         """The kinds at `idx`, in that order (columns sliced, nothing recomputed)."""
         out = Demands.__new__(Demands)
-        out.kinds = [self.kinds[int(i)] for i in idx]
+        kinds = self.kinds
+        out.kinds = [kinds[i] for i in idx.tolist()]
         for name in ("cpu", "milli", "k", "total", "gpu", "sharing", "tag", "access"):
             setattr(out, name, getattr(self, name)[idx])
         return out

@@ -37,6 +37,7 @@ class Scored:
     fits: np.ndarray           # R x U bool: CPU, GPU part and model fit (not memory)
     score: np.ndarray          # R x U int64
     gpu: np.ndarray            # R x U int64: the GPU a share goes to; NO_GPU for whole-GPU and CPU-only kinds
+    fragmentation: np.ndarray | None = None     # FGD: each row's F_n as it is now (R)
 
 
 @dataclass
@@ -136,16 +137,19 @@ def _bestfit(v: _View, d: Demands) -> np.ndarray:
     return out
 
 
-def _fgd(v: _View, d: Demands, m: Demands, p: np.ndarray, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """FGD over rows in blocks: score R x U and the GPU each share would get. `exact`: the score is
+def _fgd(v: _View, d: Demands, m: Demands, p: np.ndarray,
+         exact: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FGD over rows in blocks: score R x U, the GPU each share would get and each row's F_n now
+    (R). `exact`: the score is
     the fragmentation drop itself (float milli-GPU, no sigmoid, no truncation) and a share goes to
     the GPU with the largest drop."""
     score = np.empty(v.fits.shape, dtype=np.float64 if exact else np.int64)
     gpu = np.full(v.fits.shape, NO_GPU, dtype=np.int64)
+    now = np.empty(len(v.cpu), dtype=np.float64)
     for lo in range(0, len(v.cpu), ROW_CHUNK):
         sl = slice(lo, lo + ROW_CHUNK)
-        score[sl], gpu[sl] = _fgd_block(v.free[sl], v.cpu[sl], v.model[sl], d, m, p, exact)
-    return score, gpu
+        score[sl], gpu[sl], now[sl] = _fgd_block(v.free[sl], v.cpu[sl], v.model[sl], d, m, p, exact)
+    return score, gpu, now
 
 
 def _sigmoid_score(delta: np.ndarray) -> np.ndarray:
@@ -155,7 +159,7 @@ def _sigmoid_score(delta: np.ndarray) -> np.ndarray:
 
 
 def _fgd_block(free: np.ndarray, cpu: np.ndarray, model: np.ndarray, d: Demands, m: Demands,
-               p: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+               p: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pt = parts(free, model, m)                                       # total R; small, count, access R x T
     now = fragment(pt.total, pt.small, pt.count, pt.access, cpu[:, None] >= m.cpu[None, :], m) @ p     # R
     cpu_ok = (cpu[:, None] - d.cpu[None, :])[:, :, None] >= m.cpu[None, None, :]                      # R x U x T
@@ -169,9 +173,15 @@ def _fgd_block(free: np.ndarray, cpu: np.ndarray, model: np.ndarray, d: Demands,
     shares = np.flatnonzero(d.sharing)
     if len(shares):
         ms = d.milli[shares]                                         # s
-        left = free[:, :, None] - ms[None, None, :]                  # R x W x s: the GPU after taking the share
-        old_fit = free[:, :, None] >= m.milli[None, None, :]         # R x W x T
-        old_small = np.where(old_fit, 0, free[:, :, None])
+        inverse = None
+        fc = free                                                    # the candidate GPUs' free milli
+        if free.shape[0] == 1:
+            # one node: GPUs with the same free milli give the same result; try each value once
+            values, inverse = np.unique(free[0], return_inverse=True)
+            fc = values[None, :]
+        left = fc[:, :, None] - ms[None, None, :]                    # R x W x s: the GPU after taking the share
+        old_fit = fc[:, :, None] >= m.milli[None, None, :]           # R x W x T
+        old_small = np.where(old_fit, 0, fc[:, :, None])
         new_fit = left[..., None] >= m.milli                         # R x W x s x T
         small = pt.small[:, None, None, :] - old_small[:, :, None, :] + np.where(new_fit, 0, left[..., None])
         count = pt.count[:, None, None, :] - old_fit[:, :, None, :] + new_fit
@@ -179,10 +189,12 @@ def _fgd_block(free: np.ndarray, cpu: np.ndarray, model: np.ndarray, d: Demands,
         frag = fragment(total, small, count, pt.access[:, None, None, :], cpu_ok[:, None, shares, :], m) @ p
         drop = np.round(now[:, None, None] - frag, DELTA_DECIMALS)   # R x W x s
         s = np.where(left >= 0, drop, -np.inf) if exact else np.where(left >= 0, _sigmoid_score(drop), -1)
+        if inverse is not None:                                      # back to every GPU, in index order
+            s, left = s[:, inverse.reshape(-1), :], left[:, inverse.reshape(-1), :]
         best = s.max(axis=1)
         score[:, shares] = np.where(np.isfinite(best), best, 0.0) if exact else best
         gpu[:, shares] = np.where((left >= 0).any(axis=1), s.argmax(axis=1), NO_GPU)
-    return score, gpu
+    return score, gpu, now
 
 
 _SIMPLE: dict[str, Callable[[_View, Demands], np.ndarray]] = {
@@ -203,12 +215,14 @@ def score(policy: str, nodes: GpuNodes, rows: np.ndarray, d: Demands, m: Demands
         if len(first) <= len(rows) // 2:
             inverse = inverse.reshape(-1)
             one = score(policy, nodes, rows[first], d, m, p, exact)
-            return Scored(one.fits[inverse], one.score[inverse], one.gpu[inverse])
+            return Scored(one.fits[inverse], one.score[inverse], one.gpu[inverse],
+                          None if one.fragmentation is None else one.fragmentation[inverse])
     v = _view(nodes, rows, d)
     if policy == FGD:
         if m is None or p is None:
             raise ValueError("FGD scores against a target workload distribution")
-        s, g = _fgd(v, d, m, p, exact)
+        s, g, now = _fgd(v, d, m, p, exact)
+        return Scored(v.fits, s, g, now)
     elif policy in _SIMPLE:
         s, g = _SIMPLE[policy](v, d), best_gpu(v, d)
     else:

@@ -12,6 +12,8 @@ from ...gpu.policies import POLICIES
 from ..plots import finish, new_figure, run_color, save
 from .results import METRICS, TITLES, XS, Curves, seed_stats
 
+ZOOM_FROM = 80
+
 
 def _order(policies: set[str]) -> list[str]:
     return [p for p in POLICIES if p in policies] + sorted(policies - set(POLICIES))
@@ -30,13 +32,21 @@ def plot_all(out: Path, curves: Sequence[Curves]) -> list[Path]:
         mine = [c for c in curves if c.workload == w]
         policies = _order({c.policy for c in mine})
         for metric in METRICS:
-            fig, (ax,) = new_figure()
-            for i, p in enumerate(policies):
-                runs = [c for c in mine if c.policy == p]
-                ax.plot(XS, _mean_curve(runs, metric), color=run_color(i), label=f"{p} ({len(runs)} seeds)")
-            finish(ax, f"{w}: {TITLES[metric]}", "arrived workload (% of GPU capacity)", TITLES[metric],
-                   len(policies))
-            paths.append(save(fig, out / f"{w}-{metric}.png"))
+            curves_of = {p: _mean_curve([c for c in mine if c.policy == p], metric) for p in policies}
+            seeds = {p: sum(1 for c in mine if c.policy == p) for p in policies}
+            for zoom in ((False, True) if metric == "allocation" else (False,)):
+                fig, (ax,) = new_figure()
+                for i, p in enumerate(policies):
+                    ax.plot(XS, curves_of[p], color=run_color(i), label=f"{p} ({seeds[p]} seeds)")
+                title = f"{w}: {TITLES[metric]}"
+                if zoom:       # where the policies part: from 80 % arrived on
+                    ax.set_xlim(ZOOM_FROM, XS[-1])
+                    tail = [v for p in policies for v in curves_of[p][ZOOM_FROM:] if np.isfinite(v)]
+                    if tail:
+                        ax.set_ylim(min(tail) - 1, max(tail) + 1)
+                    title += f", from {ZOOM_FROM} % arrived"
+                finish(ax, title, "arrived workload (% of GPU capacity)", TITLES[metric], len(policies))
+                paths.append(save(fig, out / f"{w}-{metric}{'-zoom' if zoom else ''}.png"))
     paths.append(_bars(out, curves, workloads))
     return paths
 

@@ -22,7 +22,7 @@ from ...gpu.nodes import GpuNodes
 from ...gpu.policies import BESTFIT, POLICIES, RANDOM, normalize, random_gpu, score, whole_gpus
 from ...gpu.policies import fits as node_fits
 from ..traces.common import csv_table, parse_count, require_columns, row_where
-from .variants import EXTRA_POLICIES, spec
+from .variants import EXTRA_POLICIES, spec, tie_scores
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -188,7 +188,7 @@ def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TU
     everything = np.arange(len(nodes))
     s = score(sp.primary, nodes, everything, d, m, p, sp.exact)
     fits, scores, share_gpu = s.fits.T.copy(), s.score.T.copy(), s.gpu.T.copy()     # kinds x nodes
-    ties = score(sp.tie, nodes, everything, d).score.T.copy() if sp.tie else None
+    ties = tie_scores(sp.tie, nodes, everything, d).T.copy() if sp.tie else None
     frag = node_fragmentation(nodes, everything, m, p)
 
     n_pods = len(tasks)
@@ -233,8 +233,10 @@ def run(cluster: Cluster, trace: Trace, policy: str, seed: int, tune: float = TU
                 s = score(sp.primary, nodes, row, sub, m, p, sp.exact)
                 scores[live, n], share_gpu[live, n] = s.score[0], s.gpu[0]
                 if ties is not None and sp.tie:
-                    ties[live, n] = score(sp.tie, nodes, row, sub).score[0]
-            frag[n] = node_fragmentation(nodes, row, m, p)[0]
+                    ties[live, n] = tie_scores(sp.tie, nodes, row, sub)[0]
+            # FGD measured the node's F_n while scoring it
+            frag[n] = s.fragmentation[0] if len(live) and s.fragmentation is not None else \
+                node_fragmentation(nodes, row, m, p)[0]
             allocated += dm.gpu_total
         arrived_a[j], allocated_a[j], frag_a[j] = arrived, allocated, frag.sum()
     free_a = nodes.capacity - allocated_a

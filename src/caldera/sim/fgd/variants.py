@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...gpu.policies import BESTFIT, FGD, POLICIES
+import numpy as np
+
+from ...gpu.demand import MILLI_PER_GPU, Demands
+from ...gpu.nodes import GpuNodes
+from ...gpu.policies import BESTFIT, FGD, POLICIES, score
+
+BALANCE = "Balance"
 
 
 @dataclass(frozen=True)
@@ -19,10 +25,9 @@ class Spec:
 VARIANTS = {
     "FGDExact": Spec(FGD, exact=True),
     "FGDPack": Spec(FGD, tie=BESTFIT),
-    "FGDExactPack": Spec(FGD, exact=True, tie=BESTFIT),
+    "FGDBalance": Spec(FGD, tie=BALANCE),
     "FGDBatch8": Spec(FGD, window=8),
     "FGDBatch32": Spec(FGD, window=32),
-    "FGDBatch128": Spec(FGD, window=128),
 }
 EXTRA_POLICIES = tuple(VARIANTS)
 
@@ -31,3 +36,15 @@ def spec(policy: str) -> Spec:
     if policy in POLICIES:
         return Spec(policy)
     return VARIANTS[policy]
+
+
+def tie_scores(name: str, nodes: GpuNodes, rows: np.ndarray, d: Demands) -> np.ndarray:
+    """R x U scores of a tie-breaking rule: one of the paper's policies, or Balance (how close the
+    node's free CPU and free GPU fractions stay after the placement: 100 = equal)."""
+    if name in POLICIES:
+        return score(name, nodes, rows, d).score
+    cpu = (nodes.cpu_free[rows][:, None] - d.cpu[None, :]) / np.maximum(nodes.cpu_cap[rows], 1)[:, None]
+    gpu = (nodes.free[rows].sum(axis=1)[:, None] - d.total[None, :]) / \
+        np.maximum(nodes.gpus[rows] * MILLI_PER_GPU, 1)[:, None]
+    out: np.ndarray = np.floor(100 * (1 - np.abs(cpu - gpu))).astype(np.int64)
+    return out
