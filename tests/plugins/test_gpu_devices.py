@@ -355,3 +355,27 @@ def test_engine_scores_equal_caldera_gpu_on_the_same_state(case):
         want = gp.score(name, ref, rows, d, m, dist.p).score[:, 0]
         want = gp.normalize(want) if name == "BestFit" else np.clip(want, 0, 100)
         assert [got[name][n.name] for n in nodes] == want.tolist(), name
+
+
+def test_live_mode_learns_the_workload_again_as_the_running_pods_change():
+    # caldera run: no driver workload (workload_pods() is None): FGD learns from the running pods,
+    # and again once their number moved by more than 10 % (at least 10 pods)
+    class Handle:
+        def __init__(self, table):
+            self.table = table
+
+        def workload_pods(self):
+            return None
+
+    t = make_table([gpu_node("a", 8)])
+    for i in range(20):
+        t.add_pod(share(f"s{i}", 300), 0)
+    fgd = FGD({})
+    fgd.handle = Handle(t)
+    assert [(k.milli, k.k) for k in fgd.distribution().kinds] == [(300, 1)]
+    for i in range(5):                       # 5 more: not yet stale (needs > 10)
+        t.add_pod(make_pod(f"c{i}", cpu="2"), 0)
+    assert [(k.milli, k.k) for k in fgd.distribution().kinds] == [(300, 1)]
+    for i in range(5, 16):                   # 16 CPU-only pods now, 36 in all: learned again
+        t.add_pod(make_pod(f"c{i}", cpu="2"), 0)
+    assert [(k.cpu, k.milli, k.k) for k in fgd.distribution().kinds] == [(1000, 300, 1), (2000, 0, 0)]

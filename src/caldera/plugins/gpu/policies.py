@@ -115,6 +115,8 @@ class BestFit(GpuPolicy):
 
 
 SCORE_KEY = "ScoreFGD"
+RELEARN = 0.10               # caldera run: learn the workload again when the running pods moved by 10 %
+RELEARN_MIN = 10             # ... and by at least this many pods
 
 
 class FGD(GpuPolicy):
@@ -128,23 +130,37 @@ class FGD(GpuPolicy):
             raise ConfigError(f"FGDArgs: unknown field(s) {unknown}; known: workload")
         path = self.args.get("workload")
         self._dist: Distribution | None = None
+        self._fixed = False          # the file's, or the driver's whole workload: never learned again
+        self._learned_from = 0
         if path is not None:
             if not isinstance(path, str) or not path:
                 raise ConfigError(f"FGDArgs.workload: expected a file path, got {path!r}; set args.workload "
                                   "to a YAML or JSON workload file, or leave it out to learn it from the pods")
             self._dist = load_workload(path)
+            self._fixed = True
         self._target: tuple[tuple[str, ...], Demands] | None = None
 
     def distribution(self) -> Distribution:
-        """The target workload: the file's, else learned once from the pods the driver reports."""
-        if self._dist is None:
-            pods = getattr(self.handle, "workload_pods", None)
-            got = pods() if pods is not None else None
-            if got is None:
-                table = self.handle.table
-                got = [p for on in table.pods for p in on.values()]
-            self._dist = learn_workload(got)
+        """The target workload: the file's; else learned from the pods the driver reports (the
+        input of `schedule`, the trace of `simulate`), once; else (`caldera run`) from the pods
+        running on the nodes, learned again whenever their number moved by more than RELEARN
+        (10 %, at least RELEARN_MIN pods) since it was last learned."""
+        if self._dist is not None and (self._fixed or not self._stale()):
+            return self._dist
+        pods = getattr(self.handle, "workload_pods", None)
+        got = pods() if pods is not None else None
+        self._fixed = got is not None
+        if got is None:
+            table = self.handle.table
+            got = [p for on in table.pods for p in on.values()]
+        self._dist = learn_workload(got)
+        self._learned_from = len(got)
+        self._target = None
         return self._dist
+
+    def _stale(self) -> bool:
+        running = len(self.handle.table.pod_node)
+        return abs(running - self._learned_from) > max(RELEARN_MIN, RELEARN * self._learned_from)
 
     def _m(self, model_names: list[str]) -> tuple[Demands, np.ndarray]:
         dist = self.distribution()
