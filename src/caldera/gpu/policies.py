@@ -158,15 +158,35 @@ def _sigmoid_score(delta: np.ndarray) -> np.ndarray:
         return out
 
 
+def _usable_kinds(m: Demands, p: np.ndarray, model: int) -> tuple[Demands, np.ndarray, float]:
+    """For nodes of one GPU model: the target kinds whose f_n can be less than all free milli (GPU
+    kinds allowed on that model), their probabilities, and the probability of the others, which
+    always book all free milli (CPU-only kinds, kinds whose models exclude the node's). Cached on
+    `m` per model."""
+    cache: dict[int, tuple[np.ndarray, Demands, np.ndarray, float]] = m.__dict__.setdefault("_by_model", {})
+    got = cache.get(model)
+    if got is None or got[0] is not p:
+        keep = m.gpu & m.access[:, model]
+        idx = np.flatnonzero(keep)
+        got = (p, m.subset(idx), p[idx], float(p[~keep].sum()))
+        cache[model] = got
+    return got[1], got[2], got[3]
+
+
 def _fgd_block(free: np.ndarray, cpu: np.ndarray, model: np.ndarray, d: Demands, m: Demands,
                p: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rest = 0.0      # probability of the target kinds that book all free milli whatever the placement
+    if free.shape[0] == 1:
+        m, p, rest = _usable_kinds(m, p, int(model[0]))
     pt = parts(free, model, m)                                       # total R; small, count, access R x T
-    now = fragment(pt.total, pt.small, pt.count, pt.access, cpu[:, None] >= m.cpu[None, :], m) @ p     # R
+    now = fragment(pt.total, pt.small, pt.count, pt.access, cpu[:, None] >= m.cpu[None, :], m) @ p \
+        + rest * pt.total                                                                               # R
     cpu_ok = (cpu[:, None] - d.cpu[None, :])[:, :, None] >= m.cpu[None, None, :]                      # R x U x T
     # whole GPUs and CPU only: k fully free GPUs go to 0 (each fit every kind; too small for none)
     count = pt.count[:, None, :] - d.k[None, :, None]
-    after = fragment(pt.total[:, None] - d.total[None, :], pt.small[:, None, :], count, pt.access[:, None, :],
-                     cpu_ok, m) @ p                                                                     # R x U
+    total_after = pt.total[:, None] - d.total[None, :]
+    after = fragment(total_after, pt.small[:, None, :], count, pt.access[:, None, :], cpu_ok, m) @ p \
+        + rest * total_after                                                                            # R x U
     delta = np.round(now[:, None] - after, DELTA_DECIMALS)
     score = delta if exact else _sigmoid_score(delta)
     gpu = np.full(score.shape, NO_GPU, dtype=np.int64)
@@ -186,7 +206,8 @@ def _fgd_block(free: np.ndarray, cpu: np.ndarray, model: np.ndarray, d: Demands,
         small = pt.small[:, None, None, :] - old_small[:, :, None, :] + np.where(new_fit, 0, left[..., None])
         count = pt.count[:, None, None, :] - old_fit[:, :, None, :] + new_fit
         total = pt.total[:, None, None] - ms[None, None, :]
-        frag = fragment(total, small, count, pt.access[:, None, None, :], cpu_ok[:, None, shares, :], m) @ p
+        frag = fragment(total, small, count, pt.access[:, None, None, :], cpu_ok[:, None, shares, :], m) @ p \
+            + rest * total
         drop = np.round(now[:, None, None] - frag, DELTA_DECIMALS)   # R x W x s
         s = np.where(left >= 0, drop, -np.inf) if exact else np.where(left >= 0, _sigmoid_score(drop), -1)
         if inverse is not None:                                      # back to every GPU, in index order
