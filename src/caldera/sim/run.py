@@ -145,6 +145,18 @@ def run_parallel(specs: list[RunSpec], cluster: Cluster, workload: Workload, job
 def run_ray(specs: list[RunSpec], cluster: Cluster, workload: Workload, address: str) -> list[SimResult]:
     """Every spec as a Ray task on the cluster at `address` ("local" starts one here); the
     results come back to this process, which writes the outputs."""
+    ray = init_ray(address)
+    cref, wref = ray.put(cluster), ray.put(workload)
+    task = ray.remote(_ray_task)
+    results = list(ray.get([task.remote(s, cref, wref) for s in specs]))
+    for s, r in zip(specs, results):
+        write_outputs(s, r)
+    return results
+
+
+def init_ray(address: str) -> Any:
+    """The ray module, connected to the Ray cluster at `address` ("local" starts one here); a
+    one-line error when the ray extra is not installed."""
     try:
         import ray
     except ImportError:
@@ -152,12 +164,7 @@ def run_ray(specs: list[RunSpec], cluster: Cluster, workload: Workload, address:
         raise ConfigError("--ray: Ray is not installed; pip install 'caldera[ray]'") from None
     ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
              include_dashboard=False, log_to_driver=False)
-    cref, wref = ray.put(cluster), ray.put(workload)
-    task = ray.remote(_ray_task)
-    results = list(ray.get([task.remote(s, cref, wref) for s in specs]))
-    for s, r in zip(specs, results):
-        write_outputs(s, r)
-    return results
+    return ray
 
 
 def _ray_task(spec: RunSpec, cluster: Cluster, workload: Workload) -> SimResult:

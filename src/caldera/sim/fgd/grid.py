@@ -77,13 +77,8 @@ def run_grid(cluster: Cluster, traces: list[Trace], cells: Sequence[Cell], jobs:
 def run_ray(cluster: Cluster, traces: list[Trace], cells: Sequence[Cell], address: str,
             tune: float = TUNE) -> list[Curves]:
     """Every run as a Ray task on the cluster at `address` ("local" starts one here)."""
-    try:
-        import ray
-    except ImportError:
-        from ...errors import ConfigError
-        raise ConfigError("--ray: Ray is not installed; pip install 'caldera[ray]'") from None
-    ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
-             include_dashboard=False, log_to_driver=False)
+    from ..run import init_ray
+    ray = init_ray(address)
     cref, tref = ray.put(cluster), ray.put(traces)
     task = ray.remote(_ray_task)
     return list(ray.get([task.remote(cref, tref, c, tune) for c in cells]))
