@@ -327,6 +327,12 @@ def test_simulate_keeps_gpus_held_across_sessions(tmp_path):
     rows = (tmp_path / "out" / "volcano-scheduler" / "pods.csv").read_text().splitlines()[1:]
     starts = {r.split(",")[0]: (int(float(r.split(",")[2])), r.split(",")[4]) for r in rows}
     assert starts == {f"ml/job-{i}": (s, "gpu-a") for i, s in enumerate([0, 1, 2, 5, 6, 7, 10, 11])}
+    # pods.csv's devices column holds deviceshare's GPU: of the three running together, one on GPU 0
+    # and two on GPU 1
+    import csv
+    with (tmp_path / "out" / "volcano-scheduler" / "pods.csv").open() as f:
+        devices = {r["pod"]: r["devices"] for r in csv.DictReader(f)}
+    assert sorted(devices[f"ml/job-{i}"] for i in range(3)) == ["0", "1", "1"]
 
 
 def test_vgpu_exclusive_rules():

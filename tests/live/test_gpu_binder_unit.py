@@ -56,3 +56,23 @@ def test_binding_carries_volcano_deviceshare_annotations():
     b.shutdown()
     (_, _, body), = api.requests
     assert body["metadata"]["annotations"] == {"volcano.sh/gpu-index": "1", "volcano.sh/predicate-time": "3"}
+
+
+def test_devices_chosen_by_a_session_are_held_by_the_live_table_too():
+    # a Volcano session chose GPU 1 in its own table; the live cache's table assumes the pod on the
+    # same GPU (not the best rule's GPU 0), so the next session's snapshot sees what was bound
+    class AssumingCache(FakeCache):
+        def assume(self, pod, node):
+            self.table.add_pod(pod, self.table.index[node])
+
+    node = make_node("g", cpu="8", labels={"nvidia.com/gpu.product": "T4"},
+                     extra={"nvidia.com/gpu": "2", "alibabacloud.com/gpu-milli": "2000"})
+    table = make_table([node])
+    pod = make_pod("s", cpu="1", limits={"alibabacloud.com/gpu-milli": "300"})
+    api = FakeApi()
+    b = Binder(api, AssumingCache(table), workers=1)
+    assert b.submit(pod, "g", (1,))
+    b.shutdown()
+    assert table.gpu.devices_of("default/s") == (1,)
+    (_, _, body), = api.requests
+    assert body["metadata"]["annotations"] == {"caldera.dev/gpu-devices": "1"}

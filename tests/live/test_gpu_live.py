@@ -117,3 +117,47 @@ def test_volcano_deviceshare_writes_volcano_gpu_index(api):
             assert app.loop.binder.failed == 0
     finally:
         delete_nodes(api, [node])
+
+
+GPUPOLICY_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: gpupolicy
+    arguments:
+      fgd.weight: 10
+"""
+
+
+def test_volcano_gpupolicy_writes_the_gpu_devices_annotation(api):
+    # the GPUs a Volcano session gives (predicates' GPUDevices fit, gpupolicy's FGD) reach the pod
+    t = tag()
+    sched = f"volcano-{t}"
+    ns = namespace(api, f"gpupol-{t}")
+    node = f"gpupol-{t}"
+    create_node(api, node, cpu="8", memory="32Gi", labels={"nvidia.com/gpu.product": "T4"},
+                extra={"nvidia.com/gpu": "2", "alibabacloud.com/gpu-milli": "2000"})
+    conf = parse_volcano_conf(yaml.safe_load(GPUPOLICY_CONF), "test.conf", ACTIONS, PLUGINS)
+    try:
+        with live_scheduler(api, conf, scheduler_name=sched, leader_elect=False, schedule_period=0.3) as app:
+            # 700 milli, then 600: no GPU holds both, so they must get different GPUs
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "a", sched, {"alibabacloud.com/gpu-milli": "700"}))
+            wait_until(lambda: get_pod(api, ns, "a")["spec"].get("nodeName"), timeout=30, what="a bound")
+            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                        gpu_pod(ns, "b", sched, {"alibabacloud.com/gpu-milli": "600"}))
+            wait_until(lambda: get_pod(api, ns, "b")["spec"].get("nodeName"), timeout=30, what="b bound")
+            got = {n: get_pod(api, ns, n)["metadata"].get("annotations", {}).get("caldera.dev/gpu-devices")
+                   for n in ("a", "b")}
+            assert sorted(got.values()) == ["0", "1"], got
+            assert app.loop.binder.failed == 0
+    finally:
+        delete_nodes(api, [node])

@@ -17,11 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..api.gpu import DEVICES_ANNOTATION, format_devices
 from ..batch.plugins.deviceshare_devices import GPUSHARE_ANNOTATIONS, VGPU_ANNOTATIONS
+from ..state.devices import PIN as DEVICES_PIN
 from .client import ApiError
+from .status import pod_path
 
 # set by the deviceshare plugin of a Volcano session on the pods it gives GPUs
 VOLCANO_DEVICE_ANNOTATIONS = frozenset(GPUSHARE_ANNOTATIONS + VGPU_ANNOTATIONS)
-from .status import pod_path
 
 
 class Binder:
@@ -39,16 +40,22 @@ class Binder:
         self.failed = 0
         self.idle = threading.Condition(self.lock)
 
-    def submit(self, pod, node: str) -> bool:
-        """Start binding `pod` to `node`; False if a bind for it is already in flight."""
+    def submit(self, pod, node: str, devices: tuple[int, ...] | None = None) -> bool:
+        """Start binding `pod` to `node`; False if a bind for it is already in flight. `devices`:
+        the GPUs it took (default: those the live cache's table gives it)."""
         with self.lock:
             if pod.key in self.in_flight:
                 return False
             self.in_flight.add(pod.key)
+        if devices is not None:
+            # chosen elsewhere (a Volcano session's own table): pinned, so that the live cache's
+            # table, assuming the pod now, holds the same GPUs (as a pod put back does)
+            pod.cache[DEVICES_PIN] = (node, tuple(devices))
         self.cache.assume(pod, node)
         # the GPUs the pod took (Reserve has run): written on the pod by the bind itself
         table = getattr(self.cache, "table", None)
-        devices = table.gpu.devices_of(pod.key) if table is not None else None
+        if devices is None and table is not None:
+            devices = table.gpu.devices_of(pod.key)
         annotations = {k: v for k, v in pod.annotations.items() if k in VOLCANO_DEVICE_ANNOTATIONS}
         if devices is not None:
             annotations[DEVICES_ANNOTATION] = format_devices(devices)

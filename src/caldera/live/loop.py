@@ -306,8 +306,9 @@ class BatchLoop(_Loop):
         self.sessions += 1
         ssn = res.session
         assert ssn is not None          # run_session returns the closed session
+        gpus = ssn.nodes.table.gpu        # the GPUs tasks took in the session (docs/gpu.md)
         for t, node in ssn.bound:
-            self.binder.submit(t.pod, node)
+            self.binder.submit(t.pod, node, gpus.devices_of(t.pod.key))
         for t, reason in ssn.evicted:
             self.write(self.status.evict, t.pod, reason)
         for u in res.unschedulable:

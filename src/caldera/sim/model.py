@@ -63,7 +63,7 @@ class PodRecord:
     evictions: int = 0
     outcome: str = "pending"        # completed | running | pending
     queue: str = ""
-    devices: str = ""               # kube configurations: the GPUs of its last run ("0,1"; docs/gpu.md)
+    devices: str = ""               # the GPUs of its last run ("0,1"; docs/gpu.md)
 
 
 @dataclass

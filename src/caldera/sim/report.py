@@ -17,7 +17,7 @@ from .plots import write_plots
 from .summary import rounded, summarize
 
 POD_COLUMNS = ("pod", "arrival", "start", "end", "node", "attempts", "evictions", "outcome", "queue")
-DEVICES_COLUMN = "devices"          # the GPUs a pod took (kube configurations), only when some pod did
+DEVICES_COLUMN = "devices"          # the GPUs a pod took, only when some pod did
 MAX_WARNINGS_SHOWN = 20
 MISSING = "\u2013"     # an en dash in the table for a figure that could not be computed
 

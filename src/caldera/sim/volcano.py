@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api.gpu import format_devices
 from ..api.loader import Cluster
 from ..api.objects import Pod
 from ..batch.actions import ACTIONS
@@ -35,6 +36,7 @@ from ..batch.api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup
 from ..batch.cache.incremental import KeptSnapshot
 from ..batch.cache.snapshot import QUEUE_NAME_ANNOTATION, VOLCANO_SCHEDULER, build_snapshot, implicit_group_key
 from ..batch.conf import VolcanoConf
+from ..batch.plugins.deviceshare_devices import gpu_index_of
 from ..batch.runner import close_session, open_snapshot, pod_group_phase
 from .core import Simulation
 from .model import ARRIVAL_ANNOTATION, RETARGETED_SCHEDULERS, Workload
@@ -216,7 +218,7 @@ class VolcanoSim(Simulation):
         for t, _ in evicted:
             self._evict(t.pod.key)
         for t, node in bound:
-            self._bind(t.pod.key, node)
+            self._bind(t.pod.key, node, t.pod)
         phases = self._implicit_phase
         for job in jobs.values():
             pg = job.pg
@@ -313,15 +315,21 @@ class VolcanoSim(Simulation):
                   [("<simulation>", doc) for at, doc in self._groups.values() if at <= self.now]
         return c
 
-    def _bind(self, key: str, node: str) -> None:
+    def _bind(self, key: str, node: str, placed: Pod | None = None) -> None:
+        """`placed`: the session's pod, with deviceshare's annotations when it gave GPUs."""
         pod = self.pending.get(key)
         i = self.table.index.get(node)
         if pod is None or i is None:
             return
         pod.node_name = node
-        self.table.add_pod(pod, i)
+        self.table.add_pod(pod, i)          # (a pod with GPU demand: the GPUs the session gave it)
         self._live_pos[key] = next(self._order)
         self.bound(pod, node)
+        devices = self.table.gpu.devices_of(key)
+        if devices is None and placed is not None:
+            devices = tuple(gpu_index_of(placed)) or None     # deviceshare's gpu-memory / gpu-number GPUs
+        if devices is not None:
+            self.records[key].devices = format_devices(devices)
 
     def _evict(self, key: str) -> None:
         pod = self.live.get(key)

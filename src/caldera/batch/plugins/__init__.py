@@ -21,6 +21,7 @@ PLUGINS = {
     "nodeorder": "nodeorder:NodeOrderPlugin",
     "predicates": "predicates:PredicatesPlugin",
     "deviceshare": "deviceshare:DeviceSharePlugin",
+    "gpupolicy": "gpupolicy:GpuPolicyPlugin",          # Caldera's own: the FGD paper's GPU policies
 }
 
 

@@ -10,7 +10,13 @@ Predicate, per node, collects statuses in this order:
      already on it (does not stop the checks);
   2. the stable filters NodeUnschedulable (always on), NodeAffinity (with nodeSelector),
      TaintToleration; an UnschedulableAndUnresolvable or Error status ends the checks;
-  3. NodePorts, InterPodAffinity, PodTopologySpread, with the same stopping rule.
+  3. NodePorts, InterPodAffinity, PodTopologySpread, with the same stopping rule;
+  4. Caldera's GPUDevices (GPUs as devices, docs/gpu.md "From a Volcano tier"): for a task with
+     GPU demand (nvidia.com/gpu, alibabacloud.com/gpu-milli), a share of one GPU needs one GPU of
+     the node with enough free milli, k whole GPUs k fully free GPUs, over the table's `gpu`
+     devices ("Insufficient GPU devices"; UnschedulableAndUnresolvable when the node has fewer
+     GPUs than asked). It runs only for tasks with GPU demand (without its PreFilter, which would
+     only skip the others), so for every other task nothing changes.
 A node with any status fails; its reasons are the statuses' messages in that order (built when
 a message is asked for, from the node table at that time).
 
@@ -23,7 +29,11 @@ cordoned, tainted or full.
 
 Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
 predicate.TaintTolerationEnable, predicate.PodAffinityEnable, predicate.PodTopologySpreadEnable
-(default true). predicate.NodeVolumeLimitsEnable, predicate.VolumeZoneEnable,
+(default true), and Caldera's predicate.GPUDevicesEnable (default true; Volcano has no such key:
+false leaves GPU demand to the allocate action's fit on the node's sums). Either way the GPUs a
+task takes are chosen when the session places it (gpupolicy_devices.py) and reported by
+`devices_of` (bindings[].devices).
+predicate.NodeVolumeLimitsEnable, predicate.VolumeZoneEnable,
 predicate.VolumeBindingEnable, predicate.DynamicResourceAllocationEnable and
 predicate.CacheEnable are accepted: Caldera has no volumes or resource claims (their plugins would
 skip every pod), and the predicate cache by role is the action's PredicateHelper. The keys of
@@ -37,22 +47,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...api.gpu import pod_gpu_demand
 from ...framework.interface import CycleState
 from ...framework.status import Status
 from ...state.nodetable import PODS
 from ..api.fiterrors import ERROR, NODE_POD_NUMBER_EXCEEDED, UNSCHEDULABLE
 from .base import BatchPlugin, Predicate
+from .gpupolicy_devices import SessionGpus, attach
 from .kube import SessionHandle, build, filter_mask, filter_status, should_abort, volcano_code
 
 if TYPE_CHECKING:
     from ..framework.session import Session
 
+GPU_DEVICES_ENABLE = "predicate.GPUDevicesEnable"
 ENABLE_ARGS = {
     "predicate.NodeAffinityEnable": "NodeAffinity",
     "predicate.NodePortsEnable": "NodePorts",
     "predicate.TaintTolerationEnable": "TaintToleration",
     "predicate.PodAffinityEnable": "InterPodAffinity",
     "predicate.PodTopologySpreadEnable": "PodTopologySpread",
+    GPU_DEVICES_ENABLE: "GPUDevices",          # Caldera's own (GPUs as devices)
 }
 # accepted, nothing to do in Caldera
 NOOP_ARGS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
@@ -75,6 +89,7 @@ UNSUPPORTED_PREFIX_ARGS = {PROPORTIONAL_RESOURCES + ".": _PROPORTIONAL}   # pred
 STABLE = ("NodeUnschedulable", "NodeAffinity", "TaintToleration")
 OTHERS = ("NodePorts", "InterPodAffinity", "PodTopologySpread")
 PRE_FILTERS = ("NodeAffinity", "NodePorts", "InterPodAffinity", "PodTopologySpread")
+GPU_DEVICES = "GPUDevices"    # Caldera's own filter, after Volcano's, for tasks with GPU demand only
 # PreFilters whose Skip depends on the pod only (InterPodAffinity's also on the cluster's pods)
 POD_ONLY_PRE_FILTERS = frozenset({"NodeAffinity", "NodePorts", "PodTopologySpread"})
 _ERR = "volcano.predicates.prepredicate"      # cycle-state key: the last PrePredicate error
@@ -105,20 +120,33 @@ class PredicatesPlugin(BatchPlugin):
         for key in NOOP_ARGS:
             self.arg_bool(key, False)      # validated only
         self.states: dict[str, CycleState] = {}
+        self.gpus: SessionGpus | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         handle = SessionHandle(ssn)
-        kube = {n: build(n, ARGS.get(n), handle) for n in STABLE + OTHERS if n in self.enabled}
+        kube = {n: build(n, ARGS.get(n), handle) for n in (*STABLE, *OTHERS, GPU_DEVICES) if n in self.enabled}
         self.stable = [kube[n] for n in STABLE if n in kube]
         self.others = [kube[n] for n in OTHERS if n in kube]
         self.pre = [kube[n] for n in PRE_FILTERS if n in kube]
         self.filters = self.stable + self.others
+        # GPUDevices runs without its PreFilter (which only skips tasks without GPU demand, and
+        # would add to the skip set Volcano's plugins share): mask and reason add it per task
+        self.gpu = kube.get(GPU_DEVICES)
+        self.gpu_filters = [*self.filters, self.gpu] if self.gpu is not None else self.filters
         self.states = {}
         self.slots = PodSlots(ssn.nodes.max_tasks)
         ssn.add("pre_predicate", self.name, self.pre_predicate)
         ssn.add_event_handler(allocate=self._placed)
         ssn.add("predicate", self.name, Predicate(self.mask, self.reason))
+        self.gpus = attach(ssn)            # the GPUs a task takes when placed (gpupolicy_devices.py)
+
+    def _gpu_demand(self, pod) -> bool:
+        return self.gpu is not None and pod_gpu_demand(pod)[0] > 0
+
+    def devices_of(self, task) -> tuple[int, ...] | None:
+        """The GPU indices a task with GPU demand holds on its node (bindings[].devices)."""
+        return self.gpus.devices_of(task) if self.gpus is not None else None
 
     # ---- PrePredicate ---------------------------------------------------------------------------
     def pre_predicate(self, task) -> str | None:
@@ -168,7 +196,7 @@ class PredicatesPlugin(BatchPlugin):
         ok = None if all_ok else pods_ok[idx]
         pod = task.pod
         skip = state.skip_filter
-        for p in self.filters:
+        for p in (self.gpu_filters if self._gpu_demand(pod) else self.filters):
             if p.name in skip:
                 continue
             m = filter_mask(p, state, pod, table, idx)
@@ -185,7 +213,8 @@ class PredicatesPlugin(BatchPlugin):
         if not self.slots.get(table)[0][i]:
             out.append((UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED))
         pod = task.pod
-        for group in (self.stable, self.others):
+        gpu = [self.gpu] if self.gpu is not None and self._gpu_demand(pod) else []
+        for group in (self.stable, self.others, gpu):
             for p in group:
                 if p.name in state.skip_filter:
                     continue
