@@ -15,7 +15,7 @@ import pytest
 from caldera.gpu.policies import POLICIES
 
 CALDERA = str(Path(sys.executable).parent / "caldera")
-OPENB = Path(__file__).resolve().parents[3] / "shared" / "data" / "openb"
+OPENB = Path("/work/shared/data/openb")     # as tests/sim/test_traces.py: the machine's shared data
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 n0,32000,131072,4,V100M16
