@@ -72,6 +72,16 @@ def test_outputs_have_the_artifacts_shape(files, tmp_path):
     assert (out / "unallocated.png").stat().st_size > 0
     runs = rows(out / "runs.csv")
     assert len(runs) == 1 + len(POLICIES) * 3
+    # failed.csv: each run's failed pods by spec add up to its failed count in runs.csv
+    failed = rows(out / "failed.csv")
+    assert failed[0] == ["workload", "policy", "seed", "spec", "pods"]
+    head = runs[0]
+    for run in runs[1:]:
+        rec = dict(zip(head, run))
+        got = sum(int(f[4]) for f in failed[1:] if (f[1], f[2]) == (rec["policy"], rec["seed"]))
+        assert got == int(rec["failed"])
+    # the 8-GPU pod (p7) fits no node of at most 8 GPUs once others took GPUs: failures are named by spec
+    assert all(f[3].startswith("cpu=") and " gpu=" in f[3] for f in failed[1:])
     assert "FGD" in r.stdout and "openb_pod_list_tiny" not in r.stderr
 
 

@@ -70,6 +70,7 @@ def fgd_protocol(cluster_paths: list[str], workload_paths: list[str], policies: 
     out.mkdir(parents=True, exist_ok=True)
     results.write_csvs(out, curves)
     results.write_runs(out, curves)
+    results.write_failed(out, curves)
     results.write_comparison(out, curves)
     plot_all(out, curves)
     _print_table(curves, out, wall)

@@ -35,6 +35,7 @@ class Curves:
     failed: int
     wall_seconds: float
     categories: dict[str, float] = field(default_factory=dict)
+    failed_by_spec: dict[str, int] = field(default_factory=dict)     # "cpu=.. gpu=kxmilli [model=..]" -> pods
 
 
 def bin_samples(s: Samples) -> Curves:
@@ -47,7 +48,7 @@ def bin_samples(s: Samples) -> Curves:
         }
     values = {m: _discretize(arrived, v) for m, v in series.items()}
     return Curves(s.workload, s.policy, s.seed, values, s.pods, sum(s.failed.values()), s.wall_seconds,
-                  s.categories)
+                  s.categories, dict(s.failed))
 
 
 def _discretize(arrived: np.ndarray, v: np.ndarray) -> list[float | None]:
@@ -93,6 +94,19 @@ def write_runs(out: Path, curves: Sequence[Curves]) -> Path:
         for c in curves:
             w.writerow([c.workload, c.policy, c.seed, c.pods, c.failed, round(c.wall_seconds, 3),
                         *(round(c.categories.get(k, 0.0), 1) for k in cats)])
+    return path
+
+
+def write_failed(out: Path, curves: Sequence[Curves]) -> Path:
+    """failed.csv: per run, the pods no node could take, counted by resource spec (the paper's
+    Fig. 9c): workload,policy,seed,spec,pods, most failed first."""
+    path = out / "failed.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "policy", "seed", "spec", "pods"])
+        for c in curves:
+            for spec, n in sorted(c.failed_by_spec.items(), key=lambda kv: (-kv[1], kv[0])):
+                w.writerow([c.workload, c.policy, c.seed, spec, n])
     return path
 
 
