@@ -83,6 +83,9 @@ def test_outputs_have_the_artifacts_shape(files, tmp_path):
     # the 8-GPU pod (p7) fits no node of at most 8 GPUs once others took GPUs: failures are named by spec
     assert all(f[3].startswith("cpu=") and " gpu=" in f[3] for f in failed[1:])
     assert "FGD" in r.stdout and "openb_pod_list_tiny" not in r.stderr
+    # not the published cluster: said once, and no published value is put beside these runs
+    assert "is not compared with them" in r.stderr
+    assert all(row[7] == "" for row in rows(out / "comparison.csv")[1:])
 
 
 def test_allocation_never_exceeds_what_was_placed(files, tmp_path):

@@ -71,9 +71,14 @@ def fgd_protocol(cluster_paths: list[str], workload_paths: list[str], policies: 
     results.write_csvs(out, curves)
     results.write_runs(out, curves)
     results.write_failed(out, curves)
-    results.write_comparison(out, curves)
+    compare = results.comparable(len(cluster.names), sum(cluster.gpus), t_tune)
+    if not compare:
+        click.echo(f"caldera: warning: the published results are for the 1,213-node openb GPU list "
+                   f"(6,212 GPUs) at --tune 1.3; this run ({len(cluster.names)} nodes, {sum(cluster.gpus)} GPUs, "
+                   f"--tune {t_tune:g}) is not compared with them", err=True)
+    results.write_comparison(out, curves, compare)
     plot_all(out, curves)
-    _print_table(curves, out, wall)
+    _print_table(curves, out, wall, compare)
     if stopped:
         click.echo(f"caldera: stopped early: {len(curves)} of {len(cells)} run(s) written to {out}", err=True)
         sys.exit(130)
@@ -109,12 +114,12 @@ class _Progress:
             self.bar.__exit__(None, None, None)
 
 
-def _print_table(curves, out: Path, wall: float) -> None:
+def _print_table(curves, out: Path, wall: float, compare: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from ..sim.fgd import results
-    ref = results.published()
+    ref = results.published() if compare else {}
     at = {x: results.seed_stats(curves, "allocation", x) for x in results.MARKS}
     t = Table(title=f"FGD protocol: GPU allocation ratio, % (seed means; published beside) -> {out}")
     for col in ("trace", "policy", "seeds", "@100", "pub @100", "@130", "pub @130", "s/run"):

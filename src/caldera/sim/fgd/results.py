@@ -21,6 +21,8 @@ FILES = {m: f"{m}.csv" for m in METRICS}
 TITLES = {"allocation": "GPU allocation ratio (%)", "fragmentation": "fragmented milli-GPU (% of capacity)",
           "fragmentation_ratio": "fragmented / idle milli-GPU (%)"}
 MARKS = (100, 130)                 # the arrived-workload columns the fidelity table compares
+PUBLISHED_CLUSTER = (1213, 6212)   # nodes and GPUs of openb_node_list_gpu_node.csv, the experiment's cluster
+PUBLISHED_TUNE = 1.3
 BAND = 0.5                         # the fidelity band, percentage points
 
 
@@ -136,9 +138,11 @@ def published() -> dict[tuple[str, str, str, int], Stat]:
             Stat(float(r["mean"]), float(r["std"]), int(r["seeds"])) for r in rows}
 
 
-def comparison(curves: Sequence[Curves], metric: str = "allocation") -> list[dict[str, object]]:
-    """Per (workload, policy, mark): Caldera's seed mean beside the published one and the gap."""
-    ref = published()
+def comparison(curves: Sequence[Curves], metric: str = "allocation",
+               compare: bool = True) -> list[dict[str, object]]:
+    """Per (workload, policy, mark): Caldera's seed mean beside the published one and the gap
+    (`compare` False: the run is not the published experiment; no published values)."""
+    ref = published() if compare else {}
     rows = []
     for x in MARKS:
         for (w, p), st in sorted(seed_stats(curves, metric, x).items()):
@@ -151,7 +155,7 @@ def comparison(curves: Sequence[Curves], metric: str = "allocation") -> list[dic
     return rows
 
 
-def write_comparison(out: Path, curves: Sequence[Curves]) -> Path:
+def write_comparison(out: Path, curves: Sequence[Curves], compare: bool = True) -> Path:
     """comparison.csv: every metric at 100 % and 130 % arrived beside the published means."""
     path = out / "comparison.csv"
     with path.open("w", newline="") as f:
@@ -159,7 +163,7 @@ def write_comparison(out: Path, curves: Sequence[Curves]) -> Path:
         w.writerow(["metric", "workload", "policy", "arrived", "seeds", "caldera", "caldera_std", "published",
                     "gap", "within_band"])
         for m in METRICS:
-            for r in comparison(curves, m):
+            for r in comparison(curves, m, compare):
                 w.writerow([m, r["workload"], r["policy"], r["arrived"], r["seeds"], r["caldera"], r["caldera_std"],
                             "" if r["published"] is None else r["published"], "" if r["gap"] is None else r["gap"],
                             "" if r["within_band"] is None else r["within_band"]])
@@ -176,3 +180,8 @@ def ranking(curves: Sequence[Curves], x: int) -> dict[str, list[str]]:
 
 def finite(v: float | None) -> bool:
     return v is not None and math.isfinite(v)
+
+
+def comparable(nodes: int, gpus: int, tune: float) -> bool:
+    """Whether a run is the published experiment's setting (so its figures compare)."""
+    return (nodes, gpus) == PUBLISHED_CLUSTER and abs(tune - PUBLISHED_TUNE) < 1e-9
