@@ -92,31 +92,37 @@ def test_fgd_profile_writes_the_gpu_devices_annotation(api, tmp_path):
         delete_nodes(api, [node])
 
 
-def test_volcano_deviceshare_writes_volcano_gpu_index(api):
+def bind_two_in_turn(api, conf_text: str, prefix: str, node_labels: dict, node_extra: dict,
+                     first: dict, second: dict) -> dict[str, dict]:
+    """One node; a Volcano conf scheduling for a fresh scheduler name; pod a (limits `first`)
+    bound, then pod b (`second`) bound; their annotations as the API server has them."""
     t = tag()
     sched = f"volcano-{t}"
-    ns = namespace(api, f"share-{t}")
-    node = f"vgpu-{t}"
-    # 2 GPUs of 16000 MiB (volcano-device-plugin's capacity names)
-    create_node(api, node, cpu="8", memory="32Gi",
-                extra={"volcano.sh/gpu-memory": "32000", "volcano.sh/gpu-number": "2"})
-    conf = parse_volcano_conf(yaml.safe_load(DEVICESHARE_CONF), "test.conf", ACTIONS, PLUGINS)
+    ns = namespace(api, f"{prefix}-{t}")
+    node = f"{prefix}-{t}"
+    create_node(api, node, cpu="8", memory="32Gi", labels=node_labels, extra=node_extra)
+    conf = parse_volcano_conf(yaml.safe_load(conf_text), "test.conf", ACTIONS, PLUGINS)
     try:
         with live_scheduler(api, conf, scheduler_name=sched, leader_elect=False, schedule_period=0.3) as app:
-            # 12000 MiB: GPU 0; then 8000 MiB no longer fits GPU 0 (4000 left): GPU 1
-            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                        gpu_pod(ns, "a", sched, {"volcano.sh/gpu-memory": "12000"}))
-            wait_until(lambda: get_pod(api, ns, "a")["spec"].get("nodeName"), timeout=30, what="a bound")
-            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                        gpu_pod(ns, "b", sched, {"volcano.sh/gpu-memory": "8000"}))
-            wait_until(lambda: get_pod(api, ns, "b")["spec"].get("nodeName"), timeout=30, what="b bound")
-            ann = {n: get_pod(api, ns, n)["metadata"].get("annotations", {}) for n in ("a", "b")}
-            assert ann["a"].get("volcano.sh/gpu-index") == "0"
-            assert ann["b"].get("volcano.sh/gpu-index") == "1"
-            assert "volcano.sh/predicate-time" in ann["b"]
+            for name, limits in (("a", first), ("b", second)):
+                api.request("POST", f"/api/v1/namespaces/{ns}/pods", gpu_pod(ns, name, sched, limits))
+                wait_until(lambda name=name: get_pod(api, ns, name)["spec"].get("nodeName"), timeout=30,
+                           what=f"{name} bound")
             assert app.loop.binder.failed == 0
+            return {n: get_pod(api, ns, n)["metadata"].get("annotations", {}) for n in ("a", "b")}
     finally:
         delete_nodes(api, [node])
+
+
+def test_volcano_deviceshare_writes_volcano_gpu_index(api):
+    # 2 GPUs of 16000 MiB (volcano-device-plugin's capacity names): 12000 MiB takes GPU 0; then
+    # 8000 MiB no longer fits GPU 0 (4000 left): GPU 1
+    ann = bind_two_in_turn(api, DEVICESHARE_CONF, "share", {},
+                           {"volcano.sh/gpu-memory": "32000", "volcano.sh/gpu-number": "2"},
+                           {"volcano.sh/gpu-memory": "12000"}, {"volcano.sh/gpu-memory": "8000"})
+    assert ann["a"].get("volcano.sh/gpu-index") == "0"
+    assert ann["b"].get("volcano.sh/gpu-index") == "1"
+    assert "volcano.sh/predicate-time" in ann["b"]
 
 
 GPUPOLICY_CONF = """
@@ -138,26 +144,10 @@ tiers:
 
 
 def test_volcano_gpupolicy_writes_the_gpu_devices_annotation(api):
-    # the GPUs a Volcano session gives (predicates' GPUDevices fit, gpupolicy's FGD) reach the pod
-    t = tag()
-    sched = f"volcano-{t}"
-    ns = namespace(api, f"gpupol-{t}")
-    node = f"gpupol-{t}"
-    create_node(api, node, cpu="8", memory="32Gi", labels={"nvidia.com/gpu.product": "T4"},
-                extra={"nvidia.com/gpu": "2", "alibabacloud.com/gpu-milli": "2000"})
-    conf = parse_volcano_conf(yaml.safe_load(GPUPOLICY_CONF), "test.conf", ACTIONS, PLUGINS)
-    try:
-        with live_scheduler(api, conf, scheduler_name=sched, leader_elect=False, schedule_period=0.3) as app:
-            # 700 milli, then 600: no GPU holds both, so they must get different GPUs
-            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                        gpu_pod(ns, "a", sched, {"alibabacloud.com/gpu-milli": "700"}))
-            wait_until(lambda: get_pod(api, ns, "a")["spec"].get("nodeName"), timeout=30, what="a bound")
-            api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                        gpu_pod(ns, "b", sched, {"alibabacloud.com/gpu-milli": "600"}))
-            wait_until(lambda: get_pod(api, ns, "b")["spec"].get("nodeName"), timeout=30, what="b bound")
-            got = {n: get_pod(api, ns, n)["metadata"].get("annotations", {}).get("caldera.dev/gpu-devices")
-                   for n in ("a", "b")}
-            assert sorted(got.values()) == ["0", "1"], got
-            assert app.loop.binder.failed == 0
-    finally:
-        delete_nodes(api, [node])
+    # the GPUs a Volcano session gives (predicates' GPUDevices fit, gpupolicy's FGD) reach the pod:
+    # 700 milli, then 600 on a 2-GPU T4 node: no GPU holds both, so they get different GPUs
+    ann = bind_two_in_turn(api, GPUPOLICY_CONF, "gpupol", {"nvidia.com/gpu.product": "T4"},
+                           {"nvidia.com/gpu": "2", "alibabacloud.com/gpu-milli": "2000"},
+                           {"alibabacloud.com/gpu-milli": "700"}, {"alibabacloud.com/gpu-milli": "600"})
+    got = sorted(ann[n].get("caldera.dev/gpu-devices") for n in ("a", "b"))
+    assert got == ["0", "1"], ann
