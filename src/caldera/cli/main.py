@@ -8,8 +8,23 @@ import click
 from .. import __version__, gcpolicy
 from ..errors import CalderaError
 
+# subcommand -> (module, attribute): imported when the subcommand is used (or listed by --help),
+# so `caldera schedule` does not pay for importing run's and simulate's dependencies
+SUBCOMMANDS = {"schedule": (".schedule", "schedule"), "simulate": (".simulate", "simulate"),
+               "run": (".run", "run")}
+
 
 class CalderaGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *SUBCOMMANDS})
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name in SUBCOMMANDS and cmd_name not in self.commands:
+            import importlib
+            module, attr = SUBCOMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(module, __package__), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -33,13 +48,6 @@ def cli():
     """
 
 
-from .run import run  # noqa: E402
-from .schedule import schedule  # noqa: E402
-from .simulate import simulate  # noqa: E402
-
-cli.add_command(schedule)
-cli.add_command(simulate)
-cli.add_command(run)
 
 
 def _subcommand(argv) -> str | None:
