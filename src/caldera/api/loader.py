@@ -12,6 +12,7 @@ from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass, check_pr
 from .output import API_NOT_SERVED, KIND_NOT_USED, Ignored, object_name
 from .pdb import PodDisruptionBudget
 from .reader import MANIFEST_SUFFIXES, read_documents
+from .resourcequota import ResourceQuota
 from .validation import already_exists
 
 __all__ = ["MANIFEST_SUFFIXES", "Cluster", "load_cluster", "read_documents", "resolve_priorities"]
@@ -23,6 +24,9 @@ class Cluster:
     pods: list[Pod] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # v1 ResourceQuotas: read (and validated) for Volcano's resourcequota plugin; also listed in
+    # `ignored` (no kube-scheduler plugin reads them; the batch runner drops that entry when used)
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)
     other: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (source, doc) of kinds others consume
     warnings: list[str] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)    # objects read and not used, in input order
@@ -55,6 +59,7 @@ def load_cluster(paths: list[str]) -> Cluster:
     seen_nodes: set[str] = set()
     seen_pods: set[str] = set()
     seen_pdbs: set[str] = set()
+    seen_quotas: set[str] = set()
     for seq, (source, idx, doc) in enumerate(read_documents(paths)):
         c.documents += 1
         kind = doc.get("kind")
@@ -93,6 +98,15 @@ def load_cluster(paths: list[str]) -> Cluster:
                 c.ignored.append(Ignored(kind, object_name(doc), source, f"{api or '(no apiVersion)'} "
                                          "PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1",
                                          API_NOT_SERVED, seq))
+            elif kind == "ResourceQuota" and api == "v1":
+                rq = ResourceQuota(doc)
+                if rq.key in seen_quotas:
+                    raise InputError(already_exists("resourcequotas", rq.name))
+                seen_quotas.add(rq.key)
+                c.resource_quotas.append(rq)
+                c.where[("ResourceQuota", rq.key)] = (source, seq)
+                c.ignored.append(Ignored(kind, object_name(doc), source,
+                                         "kind ResourceQuota is not used by the scheduler", KIND_NOT_USED, seq))
             elif kind in CONSUMED_ELSEWHERE and "volcano.sh" in api:
                 c.other.append((source, doc))
                 c.where[(kind, object_name(doc))] = (source, seq)

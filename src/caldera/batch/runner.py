@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..api.loader import Cluster
 from ..api.objects import Pod
-from ..api.output import NOT_FOR_VOLCANO, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
+from ..api.output import KIND_NOT_USED, NOT_FOR_VOLCANO, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
 from .actions import ACTIONS
 from .api.info import ALLOCATED, COMPLETED_STATUS, PENDING, PIPELINED, RUNNING, JobInfo
 from .api.reasons import pod_message
@@ -52,6 +52,8 @@ def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, 
     ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, priority_classes, seed=seed, explain=explain,
                   total=snap.total)
     ssn.podgroups = snap.podgroups
+    ssn.pdbs = snap.pdbs
+    ssn.namespace_info = snap.namespace_info
     ssn.rr_start = 0
     for tier in conf.tiers:
         for opt in tier.plugins:
@@ -66,10 +68,11 @@ def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, 
     return ssn
 
 
-def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str) -> list[Ignored]:
+def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str,
+                    plugins: frozenset[str] = frozenset()) -> list[Ignored]:
     """What the session did not use, besides what the cluster's loader already set aside: pending
     pods of other schedulers (running ones do use their nodes), pods bound to nodes not in the
-    input, and PodDisruptionBudgets (Volcano's pdb plugin is not modelled)."""
+    input, and PodDisruptionBudgets unless the conf has the pdb plugin (`plugins`: the conf's)."""
     out: list[Ignored] = []
 
     def where(p: Pod) -> str:
@@ -85,10 +88,10 @@ def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str) -> li
     for p in snap.unknown_node:
         out.append(Ignored("Pod", p.key, where(p), f'bound to node "{p.node_name}", which is not in the input',
                            UNKNOWN_NODE, p.seq))
-    for pdb in cluster.pdbs:
+    for pdb in cluster.pdbs if "pdb" not in plugins else ():
         source, order = cluster.where_of("PodDisruptionBudget", pdb.key)
         out.append(Ignored("PodDisruptionBudget", pdb.key, source, "PodDisruptionBudgets are not used by the "
-                           "Volcano scheduler (its pdb plugin is not modelled)", NOT_FOR_VOLCANO, order))
+                           "Volcano scheduler without its pdb plugin (not in the conf)", NOT_FOR_VOLCANO, order))
     return out
 
 
@@ -133,7 +136,11 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
     t0 = time.perf_counter()
     ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
     res.warnings += snap.warnings
-    res.ignored += ignored_objects(cluster, snap, scheduler_name or VOLCANO_SCHEDULER)
+    plugins = frozenset(opt.name for tier in conf.tiers for opt in tier.plugins)
+    if "resourcequota" in plugins:      # the loader set them aside as no kube plugin reads them
+        res.ignored = [i for i in res.ignored if i.kind != "ResourceQuota"
+                       or i.category != KIND_NOT_USED]
+    res.ignored += ignored_objects(cluster, snap, scheduler_name or VOLCANO_SCHEDULER, plugins)
     ssn.timings = {"open": (time.perf_counter() - t0) * 1000.0}
     for name in conf.actions:
         ta = time.perf_counter()

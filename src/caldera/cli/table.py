@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -19,7 +20,7 @@ def render(data: dict, console: Console | None = None) -> None:
     noms = {n["pod"]: n["node"] for n in data["nominations"]}
     for u in data["unschedulable"]:
         extra = f" (nominated to {noms[u['pod']]})" if u["pod"] in noms else ""
-        t.add_row(u["pod"], "[red]pending[/]", u["message"] + extra)
+        t.add_row(u["pod"], "[red]pending[/]", escape(u["message"] + extra))
     for p in data.get("pipelined", []):
         t.add_row(p["pod"], "[yellow]pipelined[/]", p["node"])
     con.print(t)
@@ -39,7 +40,7 @@ def render(data: dict, console: Console | None = None) -> None:
             msg = pg.get("message", "")
             for ev in pg.get("events", []):
                 msg += f"{chr(10) if msg else ''}event {ev['reason']}: {ev['message']}"
-            g.add_row(pg["name"], pg.get("phase", ""), msg)
+            g.add_row(pg["name"], pg.get("phase", ""), escape(msg))   # messages may hold "map[...]"
         con.print(g)
     for pod, ex in (data.get("explain") or {}).items():
         _explain_table(con, pod, ex)

@@ -12,6 +12,8 @@ from typing import Any
 
 from ...api.loader import Cluster, resolve_priorities
 from ...api.objects import Pod, PriorityClass
+from ...api.pdb import PodDisruptionBudget
+from ...api.resourcequota import ResourceQuota
 from ...errors import InputError
 from ..api.info import COMPLETED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
 from ..api.nodes import BatchNodes
@@ -32,6 +34,10 @@ class Snapshot:
         self.foreign_pending: list[Pod] = []
         self.unknown_node: list[Pod] = []     # running pods bound to a node not in the snapshot (not used)
         self.total: Resource | None = None    # nodes.total(), when kept with the nodes (incremental.py)
+        self.pdbs: list[PodDisruptionBudget] = []                        # the pdb plugin's lister
+        # namespace -> quota name -> ResourceQuota (api.NamespaceInfo.QuotaStatus; only namespaces
+        # with a quota have an entry)
+        self.namespace_info: dict[str, dict[str, ResourceQuota]] = {}
 
 
 def volcano_objects(cluster: Cluster) -> tuple[list[PodGroup], list[Queue], list[Pod]]:
@@ -106,6 +112,9 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER,
     the PodGroups Volcano's controller creates for pods without one (by key; default Pending),
     which a cluster of manifests does not hold."""
     snap = Snapshot()
+    snap.pdbs = list(cluster.pdbs)
+    for rq in cluster.resource_quotas:
+        snap.namespace_info.setdefault(rq.namespace, {})[rq.name] = rq
     pgs, queues, extra_pods = volcano_objects(cluster)
     if extra_pods:
         seen = {p.key for p in cluster.pods}

@@ -21,6 +21,8 @@ from ..conf import PluginOption, VolcanoConf
 from .statement import Statement
 
 if TYPE_CHECKING:
+    from ...api.pdb import PodDisruptionBudget
+    from ...api.resourcequota import ResourceQuota
     from ..api.objects import PodGroup
     from . import hooks
 
@@ -39,6 +41,8 @@ HOOK_FLAGS = {
 class Session:
     # set by the runner (batch/runner.py) and the actions, not in __init__
     podgroups: dict[str, PodGroup]
+    pdbs: list[PodDisruptionBudget]   # PodDisruptionBudgets (the pdb plugin's lister)
+    namespace_info: dict[str, dict[str, ResourceQuota]]   # ns -> quota name -> quota (NamespaceInfo)
     rr_start: int                     # where the next round-robin scan over the nodes starts
     timings: dict[str, float]         # action -> milliseconds
     elapsed: float                    # seconds, open to close

@@ -21,6 +21,8 @@ PLUGINS = {
     "nodeorder": "nodeorder:NodeOrderPlugin",
     "predicates": "predicates:PredicatesPlugin",
     "deviceshare": "deviceshare:DeviceSharePlugin",
+    "pdb": "pdb:PdbPlugin",
+    "resourcequota": "resourcequota:ResourceQuotaPlugin",
     "gpupolicy": "gpupolicy:GpuPolicyPlugin",          # Caldera's own: the FGD paper's GPU policies
 }
 
