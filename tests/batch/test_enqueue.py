@@ -1,8 +1,9 @@
 """enqueue action: port of volcano pkg/scheduler/actions/enqueue/enqueue_test.go, plus checks of
 the action's rules (minResources-less jobs always admitted, one job per queue turn in QueueOrder).
 
-The Go tier also holds `sla` (sla-waiting-time 3m), which Caldera does not implement; it only
-votes Permit/Abstain (never Reject) and orders jobs, so no outcome of these cases depends on it.
+The Go tier also holds `sla` (sla-waiting-time 3m), ported here: it only votes Permit/Abstain
+(never Reject, and proportion in the same tier rejects first) and these PodGroups have no
+creationTimestamp, so no outcome of these cases depends on it.
 """
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ tiers:
     enabledAllocatable: false
     enablePredicate: false
     enablePreemptive: false
+  - name: sla
+    arguments:
+      sla-waiting-time: 3m
+    enableJobOrder: true
+    enableJobEnqueued: true
+    enableJobPipelined: false
   - name: gang
     enableJobOrder: true
     enableJobReady: false

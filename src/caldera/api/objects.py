@@ -39,6 +39,7 @@ from .podresources import (  # noqa: F401
     parse_resources_nano,
     pod_requests,
 )
+from .qos import pod_qos
 from .quantity import NANO
 from .resourcenames import is_extended, is_native
 from .selectors import node_affinity_errors
@@ -415,7 +416,6 @@ class Pod:
         "preemption_policy",
         "priority",
         "priority_class_name",
-        "qos",
         "raw",
         "requests",
         "scheduler_name",
@@ -473,7 +473,6 @@ class Pod:
         # (requests, limits) per container, for pod-level defaulting
         cres: list[tuple[dict[str, int], dict[str, int]]] = []
         ires: list[tuple[tuple[dict[str, int], dict[str, int]], bool]] = []
-        qos_all_guaranteed, any_set = True, False
         if validate and not containers:
             errs.append(field_required("spec.containers"))
         for kind, lst in (("containers", containers), ("initContainers", inits)):
@@ -482,13 +481,8 @@ class Pod:
                 if not isinstance(c, dict):
                     raise InputError(f"{w}: must be a mapping")
                 r, lim = _container_resources(c, w)
-                if r or lim:
-                    any_set = True
-                    if validate:
-                        errs += resource_requirements_errors(f"{w}.resources", c["resources"], r, lim, container=True)
-                for k in ("cpu", "memory"):
-                    if k not in lim or lim.get(k) != r.get(k):
-                        qos_all_guaranteed = False
+                if validate and (r or lim):
+                    errs += resource_requirements_errors(f"{w}.resources", c["resources"], r, lim, container=True)
                 if c.get("image"):
                     images.append(str(c["image"]))
                 if kind == "containers":
@@ -516,7 +510,6 @@ class Pod:
         self.nonzero_cpu = nz.get("cpu", 0)
         self.nonzero_mem = nz.get("memory", 0)
         self.images = tuple(images)
-        self.qos = "BestEffort" if not any_set else ("Guaranteed" if qos_all_guaranteed and containers else "Burstable")
         self.tolerations = parse_tolerations(_list(spec, "tolerations", where), "spec.tolerations")
         self.node_selector = _str_map(spec, "nodeSelector", where)
         gate_errs: list[str] = []
@@ -540,6 +533,12 @@ class Pod:
     def affinity(self) -> dict[str, Any]:
         aff: dict[str, Any] = self.spec.get("affinity") or {}
         return aff
+
+    @property
+    def qos(self) -> str:
+        """The pod's QoS class, Guaranteed / Burstable / BestEffort, as kube's GetPodQOS computes
+        it (api/qos.py); computed on first use, then cached."""
+        return pod_qos(self)
 
     @property
     def bound(self) -> bool:

@@ -31,26 +31,29 @@ class SessionResult(PassOutput):
 
 
 def open_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
-                 scheduler_name: str | None = None) -> tuple[Session, list[str]]:
-    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
+                 scheduler_name: str | None = None, now: float | None = None) -> tuple[Session, list[str]]:
+    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name, now=now)
     return ssn, snap.warnings
 
 
 def _open(cluster: Cluster, conf: VolcanoConf, *, seed: int, explain: bool,
-          scheduler_name: str | None) -> tuple[Session, Snapshot]:
+          scheduler_name: str | None, now: float | None = None) -> tuple[Session, Snapshot]:
     snap = build_snapshot(cluster, scheduler_name or VOLCANO_SCHEDULER)
-    ssn = open_snapshot(snap, conf, cluster.priority_classes, seed=seed, explain=explain)
+    ssn = open_snapshot(snap, conf, cluster.priority_classes, seed=seed, explain=explain, now=now)
     return ssn, snap
 
 
 def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, seed: int = 0,
-                  explain: bool = False) -> Session:
+                  explain: bool = False, now: float | None = None) -> Session:
     """A session over `snap` (built by build_snapshot, or kept between sessions by
     cache/incremental.py): the plugins of every tier, opened in order; their warnings are added
-    to snap.warnings."""
+    to snap.warnings. `now`: the session's time (POSIX seconds; default: Session.now derives it
+    from the snapshot's newest creationTimestamp)."""
     assert snap.nodes is not None       # a snapshot always has its nodes
     ssn = Session(conf, snap.jobs, snap.queues, snap.nodes, priority_classes, seed=seed, explain=explain,
                   total=snap.total)
+    if now is not None:
+        ssn.now = now
     ssn.podgroups = snap.podgroups
     ssn.pdbs = snap.pdbs
     ssn.namespace_info = snap.namespace_info
@@ -131,10 +134,10 @@ def _binding(ssn: Session, task, node: str) -> dict:
 
 
 def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: bool = False,
-                scheduler_name: str | None = None) -> SessionResult:
+                scheduler_name: str | None = None, now: float | None = None) -> SessionResult:
     res = SessionResult(warnings=list(cluster.warnings), ignored=list(cluster.ignored))
     t0 = time.perf_counter()
-    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name)
+    ssn, snap = _open(cluster, conf, seed=seed, explain=explain, scheduler_name=scheduler_name, now=now)
     res.warnings += snap.warnings
     plugins = frozenset(opt.name for tier in conf.tiers for opt in tier.plugins)
     if "resourcequota" in plugins:      # the loader set them aside as no kube plugin reads them

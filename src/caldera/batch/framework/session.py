@@ -77,6 +77,32 @@ class Session:
         self.plugin_timings: list[tuple[str, str, float]] = []
         self.events: dict[str, list[tuple[str, str]]] = {}  # job uid -> PodGroup events (reason, message)
         self._task_cmp = functools.cmp_to_key(self.task_compare)
+        self._now: float | None = None
+
+    @property
+    def now(self) -> float:
+        """The session's "now" (POSIX seconds), for plugins that decide on time (sla); Volcano
+        uses time.Now(). Nothing in batch/ reads the wall clock: a driver sets it (`open_snapshot(
+        now=)`), else it is the newest creationTimestamp among the session's PodGroups, their
+        pods and the Queues (the snapshot cannot be older than what it holds), 0 with none. Derived
+        when first read, so sessions without a time-based plugin never pay for it."""
+        if self._now is None:
+            newest = 0.0
+            for job in self.jobs.values():
+                if job.creation is not None and job.creation > newest:
+                    newest = job.creation
+                for t in job.tasks.values():
+                    if t.creation is not None and t.creation > newest:
+                        newest = t.creation
+            for q in self.queues.values():
+                if q.creation is not None and q.creation > newest:
+                    newest = q.creation
+            self._now = newest
+        return self._now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self._now = value
 
     @property
     def rng(self) -> np.random.Generator:

@@ -22,6 +22,7 @@ PLUGINS = {
     "predicates": "predicates:PredicatesPlugin",
     "deviceshare": "deviceshare:DeviceSharePlugin",
     "pdb": "pdb:PdbPlugin",
+    "sla": "sla:SlaPlugin",
     "resourcequota": "resourcequota:ResourceQuotaPlugin",
     "gpupolicy": "gpupolicy:GpuPolicyPlugin",          # Caldera's own: the FGD paper's GPU policies
 }
