@@ -92,6 +92,8 @@ def test_cluster_role_is_exactly_what_caldera_run_uses():
         ("events.k8s.io", "events", ()): {"create"},
         ("scheduling.volcano.sh", "podgroups", ()): {"list", "watch", "patch"},
         ("scheduling.volcano.sh", "queues", ()): {"list", "watch"},
+        ("policy", "poddisruptionbudgets", ()): {"list", "watch"},
+        ("", "resourcequotas", ()): {"list", "watch"},
     }
 
 

@@ -129,3 +129,28 @@ def test_volcano_conf_with_shipped_rbac(scheduler_api, caplog):
     finally:
         delete_nodes(admin, nodes)
     _no_forbidden(caplog)
+
+
+POLICY_CONF = CONF.replace("  - name: conformance\n", "  - name: conformance\n  - name: pdb\n  - name: resourcequota\n")
+
+
+def test_volcano_pdb_and_resourcequota_with_shipped_rbac(scheduler_api, caplog):
+    """A conf with the pdb and resourcequota plugins informs PDBs and ResourceQuotas: the shipped
+    ClusterRole lets both informers list and watch (the scheduler gets ready, nothing refused)."""
+    admin, api = scheduler_api
+    caplog.set_level(logging.WARNING)
+    t = tag()
+    ns = namespace(admin, f"prbac-{t}")
+    admin.request("POST", f"/api/v1/namespaces/{ns}/resourcequotas", {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": ns},
+        "spec": {"hard": {"cpu": "3"}}})
+    admin.request("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p", "namespace": ns},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "x"}}}})
+    conf = parse_volcano_conf(yaml.safe_load(POLICY_CONF), "test.conf", ACTIONS, PLUGINS)
+    with live_scheduler(api, conf, scheduler_name=f"prbac-{t}", leader_elect=False, schedule_period=0.3) as app:
+        assert {"poddisruptionbudgets", "resourcequotas"} <= {i.name for i in app.informers}
+        wait_until(lambda: app.ready()[0], timeout=30, what="informers synced with the shipped RBAC")
+        wait_until(lambda: f"{ns}/q" in app.cache.resource_quotas and f"{ns}/p" in app.cache.pdbs,
+                   what="the quota and the PDB informed")
+    _no_forbidden(caplog)

@@ -130,6 +130,19 @@ class LiveScheduler:
                 Informer(api, "queues", on_add=c.on_queue, on_update=lambda o, n: c.on_queue(n),
                          on_delete=lambda o: c.on_queue(o, deleted=True)),
             ]
+            # PDBs and ResourceQuotas only for a conf whose plugins read them: a conf without them
+            # needs no rights on them (deploy/clusterrole.yaml), and readiness never waits on a
+            # watch the API server would refuse
+            plugins = {opt.name for tier in config.tiers for opt in tier.plugins}
+            if "pdb" in plugins:
+                self.informers.append(
+                    Informer(api, "poddisruptionbudgets", on_add=c.on_pdb, on_update=lambda o, n: c.on_pdb(n),
+                             on_delete=lambda o: c.on_pdb(o, deleted=True)))
+            if "resourcequota" in plugins:
+                self.informers.append(
+                    Informer(api, "resourcequotas", on_add=c.on_resource_quota,
+                             on_update=lambda o, n: c.on_resource_quota(n),
+                             on_delete=lambda o: c.on_resource_quota(o, deleted=True)))
         self.server = MetricsServer(self.opts.metrics_addr, metrics=self.metrics, ready=self.ready,
                                     profile=self.loop.profiler.request)
         self.thread: threading.Thread | None = None

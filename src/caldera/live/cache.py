@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..api.objects import Node, Pod, PriorityClass
+from ..api.pdb import PodDisruptionBudget
+from ..api.resourcequota import ResourceQuota
 from ..errors import InputError
 from ..framework.queue.events import node_update_events
 from ..state.devices import PIN as GPU_PIN
@@ -31,6 +33,10 @@ class ClusterCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.podgroups: dict[str, dict] = {}       # raw PodGroup objects, ns/name
         self.queues: dict[str, dict] = {}          # raw Queue objects, name
+        # policy/v1 PDBs and v1 ResourceQuotas, ns/name (informed only for a Volcano conf with the
+        # pdb / resourcequota plugin)
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.resource_quotas: dict[str, ResourceQuota] = {}
         self.warn = on_warning or (lambda m: None)
         self.seq = 0
         self.changed = threading.Event()           # set on every event (the batch loop waits on it)
@@ -270,4 +276,32 @@ class ClusterCache:
                 self.queues.pop(name, None)
             else:
                 self.queues[name] = raw
+            self.changed.set()
+
+    def on_pdb(self, raw: dict, deleted: bool = False) -> None:
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        with self.lock:
+            if deleted:
+                self.pdbs.pop(key, None)
+            else:
+                try:
+                    self.pdbs[key] = PodDisruptionBudget(raw)
+                except InputError as e:
+                    self.pdbs.pop(key, None)
+                    self.warn(f"PodDisruptionBudget {key}: {e}; ignored")
+            self.changed.set()
+
+    def on_resource_quota(self, raw: dict, deleted: bool = False) -> None:
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        with self.lock:
+            if deleted:
+                self.resource_quotas.pop(key, None)
+            else:
+                try:
+                    self.resource_quotas[key] = ResourceQuota(raw)
+                except InputError as e:
+                    self.resource_quotas.pop(key, None)
+                    self.warn(f"ResourceQuota {key}: {e}; ignored")
             self.changed.set()

@@ -52,6 +52,10 @@ RESOURCES = {
     "priorityclasses": Resource("priorityclasses", "scheduling.k8s.io/v1", False, "PriorityClass"),
     "podgroups": Resource("podgroups", "scheduling.volcano.sh/v1beta1", True, "PodGroup"),
     "queues": Resource("queues", "scheduling.volcano.sh/v1beta1", False, "Queue"),
+    # read only by Volcano's pdb and resourcequota plugins (app.py starts them only for a conf
+    # that enables those plugins)
+    "poddisruptionbudgets": Resource("poddisruptionbudgets", "policy/v1", True, "PodDisruptionBudget"),
+    "resourcequotas": Resource("resourcequotas", "v1", True, "ResourceQuota"),
 }
 
 

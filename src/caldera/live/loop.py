@@ -76,7 +76,16 @@ class _Loop:
 
     def write(self, fn, *args) -> Future:
         """A status write, off the scheduling thread; its failure is logged, never raised."""
-        return self.writer.submit(self._safe, fn, *args)
+        try:
+            return self.writer.submit(self._safe, fn, *args)
+        except RuntimeError:
+            if not self.stopping.is_set():
+                raise
+            # stop() shut the writer down while the loop was still acting: the write is dropped,
+            # as the writes of a scheduler killed a moment earlier would be
+            done: Future = Future()
+            done.set_result(None)
+            return done
 
     def _safe(self, fn, *args) -> None:
         try:
@@ -280,6 +289,10 @@ class BatchLoop(_Loop):
                 c.pods.append(p)
             c.other = [("<cluster>", raw) for raw in self.cache.queues.values()] + \
                       [("<cluster>", raw) for raw in self.cache.podgroups.values()]
+            # the pdb / resourcequota plugins' listers (empty unless app.py informs them), in
+            # name order: a session's decisions must not depend on the order events came in
+            c.pdbs = [self.cache.pdbs[k] for k in sorted(self.cache.pdbs)]
+            c.resource_quotas = [self.cache.resource_quotas[k] for k in sorted(self.cache.resource_quotas)]
         return c
 
     def run(self) -> None:
@@ -303,6 +316,10 @@ class BatchLoop(_Loop):
         t0 = time.perf_counter()
         start_ns = time.time_ns()
         res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name)
+        if self.stopping.is_set():
+            # stop() came during the session: its binder and status writer may be shut down
+            # already; nothing of this session was written, so drop it as if it had not run
+            return
         self.sessions += 1
         ssn = res.session
         assert ssn is not None          # run_session returns the closed session

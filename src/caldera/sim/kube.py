@@ -21,7 +21,10 @@ class KubeSim(Simulation):
                  seed: int = 0, registry: Any = None, **kw: Any) -> None:
         super().__init__(name, cluster, workload, **kw)
         self.scheduler = Scheduler(config, self.table, registry, seed=seed)
-        self.scheduler.pdbs = list(cluster.pdbs)
+        self.scheduler.pdbs = list(cluster.pdbs) + list(workload.pdbs)
+        if workload.resource_quotas:        # (read by Volcano's resourcequota plugin only)
+            self.warnings.append(f"{len(workload.resource_quotas)} ResourceQuota(s) of the workload are not used "
+                                 "by a kube-scheduler configuration")
         self.scheduler.on_evict = lambda victim, reason: self.evicted(victim)
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]

@@ -9,6 +9,8 @@ from typing import Any
 
 from ..api.loader import Cluster
 from ..api.objects import DEFAULT_SCHEDULER, Node, Pod, PriorityClass
+from ..api.pdb import PodDisruptionBudget
+from ..api.resourcequota import ResourceQuota
 from ..batch.cache.snapshot import VOLCANO_SCHEDULER
 
 ARRIVAL_ANNOTATION = "simulation.caldera/arrival"
@@ -49,6 +51,11 @@ class Workload:
     # PriorityClasses the pods' priorities were resolved with (the workload's, plus those given to
     # read_workload), by name
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    # policy/v1 PodDisruptionBudgets and v1 ResourceQuotas of the workload's manifests: there
+    # from t = 0 with the status written in them (no disruption or quota controller runs in the
+    # replay), beside the cluster's own; read by Volcano's pdb and resourcequota plugins
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)
 
 
 @dataclass

@@ -7,6 +7,8 @@ one per tick (the changes of a session are the next tick's to see): a session ov
 cluster decides nothing new, so skipping it changes no result. Committed
 allocations (whole gangs) are bound at the tick; pipelined tasks stay pending until a later
 session binds them; victims of preempt/reclaim are evicted with their grace period.
+The PodDisruptionBudgets and ResourceQuotas of the cluster and the workload go to every session
+(`ssn.pdbs`, `ssn.namespace_info`) with the status in their manifests: no controller updates it.
 
 The session's snapshot is kept from tick to tick (batch/cache/incremental.py): only the pods that
 changed since the last session (and the tasks that session touched) are rebuilt, so a tick costs
@@ -98,6 +100,11 @@ class VolcanoSim(Simulation):
                                    *(sp.pod.annotations[QUEUE_NAME_ANNOTATION] for sp in workload.pods
                                      if QUEUE_NAME_ANNOTATION in sp.pod.annotations
                                      and GROUP_NAME_ANNOTATION not in sp.pod.annotations)}))
+        # PodDisruptionBudgets and ResourceQuotas of the cluster and the workload (a workload's
+        # replaces the cluster's of the same namespace/name), for the pdb and resourcequota
+        # plugins: fixed for the whole replay, with the status written in the manifests
+        self._pdbs = list({p.key: p for p in [*cluster.pdbs, *workload.pdbs]}.values())
+        self._quotas = list({q.key: q for q in [*cluster.resource_quotas, *workload.resource_quotas]}.values())
         self._shares: list[float] = []
         self._shares_key: int | None = None      # queue_shares() is cached until _account or a node changes
         self._qindex = {q: i for i, q in enumerate(self.queue_names)}
@@ -311,6 +318,8 @@ class VolcanoSim(Simulation):
         c.nodes = list(self.table.nodes)
         c.priority_classes = self.priority_classes
         c.pods = list(self.live.values()) + list(self.pending.values())
+        c.pdbs = self._pdbs
+        c.resource_quotas = self._quotas
         c.other = [("<simulation>", q) for q in self._queues] + \
                   [("<simulation>", doc) for at, doc in self._groups.values() if at <= self.now]
         return c

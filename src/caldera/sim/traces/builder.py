@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...api.objects import DEFAULT_SCHEDULER, Pod
+from ...api.pdb import PodDisruptionBudget
+from ...api.resourcequota import ResourceQuota
 from ...errors import InputError
 from ..model import DEFAULT_GRACE_SECONDS, SimPod, Workload
 
@@ -17,6 +19,7 @@ class WorkloadBuilder:
         self._keys: set[str] = set()
         self.added_nodes: set[str] = set()     # names of nodes that join during the run
         self._volcano_keys: set[str] = set()
+        self._policy_keys: set[str] = set()
 
     def add_pod(self, doc: dict[str, Any], arrival: float, duration: float | None,
                 grace: float = DEFAULT_GRACE_SECONDS) -> SimPod:
@@ -39,6 +42,24 @@ class WorkloadBuilder:
             raise InputError(f"duplicate {key}: it is already defined earlier in the workload")
         self._volcano_keys.add(key)
         self.workload.volcano_objects.append((source, doc))
+
+    def add_pdb(self, where: str, pdb: PodDisruptionBudget) -> None:
+        """A policy/v1 PodDisruptionBudget (in force from t = 0, with the status it is written with)."""
+        self._unique(f"PodDisruptionBudget {pdb.key}")
+        if not pdb.has_status:
+            self.warn(f"{where}: no status.disruptionsAllowed; 0 assumed (preemption reads only the status the "
+                      "disruption controller computes)")
+        self.workload.pdbs.append(pdb)
+
+    def add_resource_quota(self, where: str, rq: ResourceQuota) -> None:
+        """A v1 ResourceQuota (in force from t = 0; its status is not recomputed during the replay)."""
+        self._unique(f"ResourceQuota {rq.key}")
+        self.workload.resource_quotas.append(rq)
+
+    def _unique(self, key: str) -> None:
+        if key in self._policy_keys:
+            raise InputError(f"duplicate {key}: it is already defined earlier in the workload")
+        self._policy_keys.add(key)
 
     def warn(self, message: str) -> None:
         self.workload.warnings.append(message)

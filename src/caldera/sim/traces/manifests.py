@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, read_meta
+from ...api.pdb import PodDisruptionBudget
 from ...api.reader import read_documents
+from ...api.resourcequota import ResourceQuota
 from ...batch.api.objects import PodGroup, Queue
 from ...batch.controller.vcjob import expand_job
 from ...errors import InputError
@@ -74,6 +76,10 @@ def _add_document(b: WorkloadBuilder, where: str, source: str, doc: dict[str, An
         _add_volcano_object(b, source, doc)
     elif kind == "Job" and api.startswith("batch.volcano.sh"):
         _add_volcano_job(b, source, doc, pcs)
+    elif kind == "PodDisruptionBudget" and api == "policy/v1":
+        b.add_pdb(where, PodDisruptionBudget(doc))
+    elif kind == "ResourceQuota" and api == "v1":
+        b.add_resource_quota(where, ResourceQuota(doc))
     else:
         b.warn(f"{where}: kind {kind!r} ({api or 'no apiVersion'}) is not used by the simulation; skipped")
 
