@@ -55,17 +55,19 @@ def _queue(api, name: str, reclaimable: bool = False) -> None:
 
 
 def _group(api, ns: str, name: str, queue: str, min_member: int, min_cpu: str, pods: list[tuple[str, str, dict]],
-           sched: str) -> None:
-    """A PodGroup with minResources cpu `min_cpu`, and its pods: (name, cpu, labels)."""
+           sched: str, node_selector: dict | None = None) -> None:
+    """A PodGroup with minResources cpu `min_cpu`, and its pods: (name, cpu, labels), kept to the
+    nodes `node_selector` picks (the control plane is shared: other tests' nodes may be left)."""
     api.request("POST", f"{PG}/namespaces/{ns}/podgroups", {
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
         "metadata": {"name": name, "namespace": ns},
         "spec": {"minMember": min_member, "queue": queue, "minResources": {"cpu": min_cpu}},
         "status": {"phase": "Pending"}})
     for pname, cpu, labels in pods:
-        api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                    pod_body(ns, pname, sched, cpu=cpu, labels=labels,
-                             annotations={"scheduling.k8s.io/group-name": name}))
+        body = pod_body(ns, pname, sched, cpu=cpu, labels=labels, annotations={"scheduling.k8s.io/group-name": name})
+        if node_selector:
+            body["spec"]["nodeSelector"] = dict(node_selector)
+        api.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
 
 
 QUOTA_CONF = """
@@ -118,7 +120,8 @@ def test_resource_quota_holds_back_a_podgroup(api):
             assert (big.get("status") or {}).get("phase", "Pending") == "Pending"
             # the session saw the quota: the enqueue action was refused by resourcequota
             res = app.loop.snapshot()
-            assert [q.key for q in res.resource_quotas] == [f"{ns}/compute"]
+            # (other tests of the session may have left quotas in their own namespaces)
+            assert [q.key for q in res.resource_quotas if q.key.startswith(f"{ns}/")] == [f"{ns}/compute"]
             # raising the quota lets it in
             api.request("PATCH", f"{path}/compute", {"spec": {"hard": {"cpu": "8"}}}, content_type=MERGE)
             api.request("PATCH", f"{path}/compute/status", {"status": {"hard": {"cpu": "8"}}}, content_type=MERGE)
@@ -166,21 +169,23 @@ def test_pdb_protects_reclaim_victims(api):
     api.request("PATCH", f"{path}/etl/status", {"status": {
         "disruptionsAllowed": 0, "currentHealthy": 7, "desiredHealthy": 7, "expectedPods": 7}}, content_type=MERGE)
     nodes = [f"pdb-{t}-{i}" for i in range(2)]
+    only = {"pdb-test": t}
     for n in nodes:
-        create_node(api, n, cpu="8", memory="32Gi")
+        create_node(api, n, cpu="8", memory="32Gi", labels=only)
     try:
         with live_scheduler(api, _conf(PDB_CONF), scheduler_name=sched, leader_elect=False,
                             schedule_period=0.3) as app:
             wait_until(lambda: f"{ns}/etl" in app.cache.pdbs, what="the PDB informed")
             assert app.cache.pdbs[f"{ns}/etl"].disruptions_allowed == 0
             _group(api, ns, "etl", batch, 2, "4",
-                   [(f"etl-{k}", "2", {"app": "etl", **({"pdb": "etl"} if k < 7 else {})}) for k in range(8)], sched)
+                   [(f"etl-{k}", "2", {"app": "etl", **({"pdb": "etl"} if k < 7 else {})}) for k in range(8)], sched,
+                   only)
             wait_until(lambda: all(get_pod(api, ns, f"etl-{k}")["spec"].get("nodeName") for k in range(8)),
                        timeout=30, what="etl bound")
             for k in range(8):      # no kubelet here: say they run
                 api.request("PATCH", f"/api/v1/namespaces/{ns}/pods/etl-{k}/status",
                             {"status": {"phase": "Running"}}, content_type=MERGE)
-            _group(api, ns, "notebook", interactive, 1, "2", [("notebook-0", "2", {"app": "notebook"})], sched)
+            _group(api, ns, "notebook", interactive, 1, "2", [("notebook-0", "2", {"app": "notebook"})], sched, only)
 
             def gone(k):
                 p = get_pod(api, ns, f"etl-{k}")
