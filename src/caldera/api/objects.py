@@ -146,6 +146,18 @@ def read_meta(raw: dict[str, Any], kind: str) -> tuple[dict[str, Any], str]:
     return meta, name
 
 
+def read_namespaced_meta(raw: dict[str, Any], kind: str) -> tuple[dict[str, Any], str, str]:
+    """(metadata, name, namespace) of a namespaced manifest (namespace "default" when absent),
+    with the API server's name, namespace, label and annotation checks as one InputError."""
+    meta, name = read_meta(raw, kind)
+    namespace = str(meta.get("namespace") or "default")
+    errs = object_meta_errors(name, namespace, _str_map(meta, "labels", "metadata"),
+                              _str_map(meta, "annotations", "metadata"))
+    if errs:
+        raise InputError(aggregate(errs))
+    return meta, name, namespace
+
+
 class Taint:
     __slots__ = ("effect", "key", "value")
 

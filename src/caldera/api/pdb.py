@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from .objects import _str_map, read_meta
+from .objects import read_namespaced_meta
 from .selectors import LabelSelector, parse_label_selector
-from .validation import aggregate, object_meta_errors
 
 if TYPE_CHECKING:
     from .objects import Pod
@@ -56,13 +55,8 @@ class PodDisruptionBudget:
 
     def __init__(self, raw: dict[str, Any]):
         self.raw = raw
-        meta, self.name = read_meta(raw, "PodDisruptionBudget")
-        self.namespace = str(meta.get("namespace") or "default")
+        _, self.name, self.namespace = read_namespaced_meta(raw, "PodDisruptionBudget")
         self.key = f"{self.namespace}/{self.name}"
-        errs = object_meta_errors(self.name, self.namespace, _str_map(meta, "labels", "metadata"),
-                                  _str_map(meta, "annotations", "metadata"))
-        if errs:
-            raise InputError(aggregate(errs))
         spec = raw.get("spec") or {}
         if not isinstance(spec, dict):
             raise InputError("spec: must be a mapping")

@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from .objects import _str_map, read_meta
+from .objects import read_namespaced_meta
 from .podresources import parse_resources_nano
-from .validation import aggregate, format_quantity, object_meta_errors
+from .validation import format_quantity
 
 ResourceList = dict[str, int]      # resource name -> nano-units
 
@@ -37,13 +37,8 @@ class ResourceQuota:
 
     def __init__(self, raw: dict[str, Any]):
         self.raw = raw
-        meta, self.name = read_meta(raw, "ResourceQuota")
-        self.namespace = str(meta.get("namespace") or "default")
+        _, self.name, self.namespace = read_namespaced_meta(raw, "ResourceQuota")
         self.key = f"{self.namespace}/{self.name}"
-        errs = object_meta_errors(self.name, self.namespace, _str_map(meta, "labels", "metadata"),
-                                  _str_map(meta, "annotations", "metadata"))
-        if errs:
-            raise InputError(aggregate(errs))
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}
         if not isinstance(spec, dict) or not isinstance(status, dict):
