@@ -427,3 +427,14 @@ def test_simulate_pods_csv_has_devices_with_a_volcano_conf(tmp_path):
             assert row["devices"], row
     assert by_pod["pod-6"]["devices"] in ("", "0,1")              # 2 GPUs: only node-0 has them
 
+
+
+def test_workload_file_is_kept_however_many_pods_run():
+    # fgd.workload fixes FGD's target: a session with many running pods of another kind (CPU-only,
+    # more than FGD's relearning threshold) still scores against the file's single kind
+    running = [pod("ns", f"r{i}", node="g0", phase="Running", req=rl("1", "1Gi")) for i in range(30)]
+    ssn = open_session([_gpu_node("g0", 2, cpu="64")] + running + [_share("p", 500)],
+                       volcano_conf(f"fgd.weight: 1\nfgd.workload: {WORKLOAD}"))
+    fgd = {name: plugin for name, plugin, _ in ssn.plugins["gpupolicy"].scorers}["FGD"]
+    assert [(k.cpu, k.milli, k.k) for k in fgd.distribution().kinds] == [(1000, 500, 1)]
+    close_session(ssn)

@@ -187,7 +187,7 @@ class GpuPolicyPlugin(BatchPlugin):
                 continue
             plugin = build(kube, None, handle)
             if kube == "FGD" and self.dist is not None:
-                plugin._dist = self.dist          # the file's, loaded once (FGD's args.workload)
+                plugin.use_workload(self.dist)    # the file's, loaded once (FGD's args.workload)
             self.scorers.append((kube, plugin, w))
         opt = self.option
         scoring = opt is None or opt.enabled("node_order")

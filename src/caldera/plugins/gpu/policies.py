@@ -140,6 +140,11 @@ class FGD(GpuPolicy):
             self._fixed = True
         self._target: tuple[tuple[str, ...], Demands] | None = None
 
+    def use_workload(self, dist: Distribution) -> None:
+        """Score against this target workload for good, as a workload file does (gpupolicy's
+        fgd.workload, loaded once for many sessions)."""
+        self._dist, self._fixed, self._target = dist, True, None
+
     def distribution(self) -> Distribution:
         """The target workload: the file's; else learned from the pods the driver reports (the
         input of `schedule`, the trace of `simulate`), once; else (`caldera run`) from the pods
