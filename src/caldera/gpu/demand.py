@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MILLI_PER_GPU = 1000
+from ..api.gpu import MILLI_PER_GPU
+
 POPULARITY = 0.95          # FGD's distribution keeps the most common kinds covering >= 95 % of tasks
 
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .demand import MILLI_PER_GPU, Demand
+from ..api.gpu import MILLI_PER_GPU
+from .demand import Demand
 
 NO_MODEL = ""
 

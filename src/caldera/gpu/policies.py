@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .demand import MILLI_PER_GPU, Demands
+from ..api.gpu import MILLI_PER_GPU
+from .demand import Demands
 from .frag import fragment, parts
 from .nodes import GpuNodes
 

@@ -18,15 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ..api.gpu import MILLI_PER_GPU, pod_gpu_demand, pod_gpu_models
+from ..api.gpu import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, pod_gpu_demand, pod_gpu_models
 from ..api.loader import Cluster
 from ..api.objects import Node, Pod
 from ..state.nodetable import NodeTable
 from .clock import ARRIVAL, COMPLETE, NODE, RELEASE, EventQueue
 from .model import DURATION_ANNOTATION, NodeEvent, PodRecord, SimPod, SimResult, Workload
-
-GPU_MILLI = "alibabacloud.com/gpu-milli"
-WHOLE_GPU = "nvidia.com/gpu"
 
 Progress = Callable[[float, int], None]
 
@@ -316,9 +313,9 @@ class Simulation:
             return None
         if t.gpu.any:
             return self._device_fragmentation()
-        j = t.res_index.get(GPU_MILLI)
+        j = t.res_index.get(GPU_MILLI_RESOURCE)
         if j is None:
-            j = t.res_index.get(WHOLE_GPU)
+            j = t.res_index.get(GPU_RESOURCE)
             scale = 1000.0
         else:
             scale = 1.0

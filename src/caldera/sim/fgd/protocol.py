@@ -15,18 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ...api.gpu import MILLI_PER_GPU
 from ...errors import InputError
-from ...gpu.demand import MILLI_PER_GPU, Demand, Demands, Distribution, distribution
+from ...gpu.demand import Demand, Demands, Distribution, distribution
 from ...gpu.frag import breakdown, node_fragmentation
 from ...gpu.nodes import GpuNodes
 from ...gpu.policies import BESTFIT, POLICIES, RANDOM, normalize, random_gpu, score, whole_gpus
 from ...gpu.policies import fits as node_fits
 from ..traces.common import csv_table, parse_count, require_columns, row_where
+from ..traces.openb import ANY_MODEL, NODE_COLUMNS, POD_COLUMNS, gpu_spec_models
 from .variants import EXTRA_POLICIES, spec, tie_scores
 
-NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
-ANY_MODEL = ("", "nan")
 TUNE = 1.3
 RANK_WEIGHT = 1 << 32        # score * RANK_WEIGHT - rank: the highest score, then the lowest rank
 
@@ -117,7 +116,7 @@ def read_trace(path: str) -> Trace:
                 raise InputError("name: required; every pod needs a name")
             k = parse_count(cells[columns["num_gpu"]].strip(), "num_gpu")
             milli = min(parse_count(cells[columns["gpu_milli"]].strip(), "gpu_milli"), MILLI_PER_GPU)
-            models = _models(cells[spec].strip() if spec is not None else "")
+            models = tuple(gpu_spec_models(cells[spec].strip() if spec is not None else ""))
             if k > 1 and 0 < milli < MILLI_PER_GPU:
                 raise InputError(f"num_gpu {k} with gpu_milli {milli}: a share of a GPU is for one GPU")
             d = Demand(parse_count(cells[columns["cpu_milli"]].strip(), "cpu_milli"), milli, k, models if k else ())
@@ -130,12 +129,6 @@ def read_trace(path: str) -> Trace:
 
 def _stem(path: str) -> str:
     return Path(path).stem
-
-
-def _models(spec: str) -> tuple[str, ...]:
-    if spec.lower() in ANY_MODEL:
-        return ()
-    return tuple(m.strip() for m in spec.split("|") if m.strip())
 
 
 def tuned(trace: Trace, capacity: int, tune: float, rng: np.random.Generator) -> list[Task]:

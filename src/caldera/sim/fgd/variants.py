@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...gpu.demand import MILLI_PER_GPU, Demands
+from ...api.gpu import MILLI_PER_GPU
+from ...gpu.demand import Demands
 from ...gpu.nodes import GpuNodes
 from ...gpu.policies import BESTFIT, FGD, POLICIES, score
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ...api.gpu import GPU_RESOURCE
 from ...api.objects import POD_BYTES, expansion_error
 from ...api.quantity import NANO, QuantityError, parse_nano
 from ...api.validation import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
@@ -19,7 +20,6 @@ from .common import csv_table, parse_count, parse_optional_seconds, parse_second
 REQUIRED = ("job", "arrival")
 COLUMNS = (*REQUIRED, "duration", "tasks", "min_available", "cpu", "memory", "gpu", "queue", "priority",
            "namespace", "labels", "scheduler")
-GPU_RESOURCE = "nvidia.com/gpu"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 INT32_MAX = 2**31 - 1
 

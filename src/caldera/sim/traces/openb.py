@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...api.gpu import GPU_MILLI_RESOURCE, GPU_MODEL_LABEL, GPU_RESOURCE, MILLI_PER_GPU
 from ...api.objects import Node
 from ...errors import InputError
 from .builder import WorkloadBuilder
 from .common import csv_table, parse_count, parse_seconds, require_columns, row_where
 
 NAMESPACE = "openb"
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_MILLI_RESOURCE = "alibabacloud.com/gpu-milli"
-GPU_MODEL_LABEL = "nvidia.com/gpu.product"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_PODS = "1001"                   # every node of the experiment has a pod limit of 1001
-MILLI_PER_GPU = 1000
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 ANY_MODEL = ("", "nan")
@@ -105,7 +102,7 @@ def _pod_doc(row: dict[str, str], scheduler: str) -> tuple[dict[str, Any], bool]
         if milli == MILLI_PER_GPU:
             limits[GPU_RESOURCE] = str(num_gpu)
         requests.update(limits)
-        models = _models(row.get("gpu_spec", ""))
+        models = gpu_spec_models(row.get("gpu_spec", ""))
         if models:
             spec["affinity"] = _model_affinity(models)
     resources = {"requests": requests, "limits": limits} if limits else {"requests": requests}
@@ -115,7 +112,7 @@ def _pod_doc(row: dict[str, str], scheduler: str) -> tuple[dict[str, Any], bool]
     return doc, capped
 
 
-def _models(gpu_spec: str) -> list[str]:
+def gpu_spec_models(gpu_spec: str) -> list[str]:
     """The GPU models a gpu_spec allows ([] = any)."""
     if gpu_spec.lower() in ANY_MODEL:
         return []
