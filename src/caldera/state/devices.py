@@ -22,7 +22,7 @@ the pod's own row changes, O(GPUs per node). Which GPUs a pod takes when added:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -200,16 +200,21 @@ class Devices:
         self.generation += 1
         return h
 
-    def move(self, pod: Pod, node_name: str, devs: Iterable[int]) -> None:
-        """Reserve: the pod, already placed on its node, takes these GPUs instead."""
+    def choose_again(self, pod: Pod, node_name: str, pick: Callable[[int], int | None] | None = None) -> None:
+        """A pod placed on its node just now (it holds GPUs there) takes them anew: a share the GPU
+        `pick(node row)` names, else by the `best` rule; whole GPUs the lowest-indexed fully free
+        ones. (GPUDevices' Reserve; a Volcano session's allocation.)"""
         h = self.held.get(pod.key)
         if h is None:
             return
-        devs = tuple(int(g) for g in devs)
-        if devs == h[1]:
-            return
+        i, old = h[0], h[1]
+        k, milli = pod_gpu_demand(pod)
         self.release(pod.key)
-        self.take(pod, h[0], node_name, devs)
+        devs: tuple[int, ...] = ()
+        if pick is not None and k == 1 and milli < MILLI_PER_GPU:
+            g = pick(i)
+            devs = (g,) if g is not None else ()
+        self.take(pod, i, node_name, devs or self.choose_best(i, k, milli, allow_over=True) or old)
 
     def devices_of(self, key: str) -> tuple[int, ...] | None:
         h = self.held.get(key)

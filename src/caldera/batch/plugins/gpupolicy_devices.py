@@ -24,7 +24,6 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ...api.gpu import MILLI_PER_GPU, pod_gpu_demand
 from ...framework.interface import CycleState
 from ..api.info import ALLOCATED, PIPELINED
 
@@ -52,23 +51,9 @@ class SessionGpus:
     def placed(self, task: TaskInfo) -> None:
         if not task.status & _FRESH:
             return                      # (an undone eviction: the task keeps the GPUs it held)
-        pod = task.pod
-        dev = self.ssn.nodes.table.gpu
-        held = dev.held.get(pod.key)
-        if held is None:
-            return                      # no GPU demand, or a node without GPUs
-        i, old = held[0], held[1]
-        k, milli = pod_gpu_demand(pod)
-        dev.release(pod.key)
-        devs: tuple[int, ...] | None = None
-        if k == 1 and milli < MILLI_PER_GPU:
-            rule = self.rule()
-            if rule is not None:
-                g = rule.select_gpu(CycleState(), pod, i)
-                devs = (g,) if g is not None else None
-        if devs is None:
-            devs = dev.choose_best(i, k, milli, allow_over=True)
-        dev.take(pod, i, task.node_name, devs if devs else old)
+        rule = self.rule()
+        pick = (lambda i: rule.select_gpu(CycleState(), task.pod, i)) if rule is not None else None
+        self.ssn.nodes.table.gpu.choose_again(task.pod, task.node_name, pick)
 
     def devices_of(self, task: TaskInfo) -> tuple[int, ...] | None:
         return self.ssn.nodes.table.gpu.devices_of(task.pod.key)

@@ -95,17 +95,10 @@ class GPUDevices(Plugin):
         k, milli = pod_gpu_demand(pod)
         if not (k == 1 and milli < MILLI_PER_GPU):
             return None           # whole GPUs: the lowest-indexed fully free ones under every rule
-        dev = self.handle.table.gpu
-        held = dev.held.get(pod.key)
-        if held is None:
-            return None
         rule = selection_plugin(self.handle)
         if rule is None:
-            return None
-        i = held[0]
-        dev.release(pod.key)
-        g = rule.select_gpu(state, pod, i)
-        dev.take(pod, i, node_name, (g,) if g is not None else dev.choose_best(i, k, milli, allow_over=True))
+            return None           # `best`: the table gave the share that GPU when the pod was assumed
+        self.handle.table.gpu.choose_again(pod, node_name, lambda i: rule.select_gpu(state, pod, i))
         return None
 
     def unreserve(self, state, pod, node_name):
