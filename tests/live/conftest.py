@@ -146,3 +146,11 @@ def api(control_plane):
         yield a
     finally:
         a.close()
+
+
+@pytest.fixture
+def volcano_crds(api):
+    """Volcano's PodGroup and Queue CRDs installed and established (modules that run Volcano
+    confs: `pytestmark = pytest.mark.usefixtures("volcano_crds")`)."""
+    from .kube import install_crds
+    install_crds(api)

@@ -11,11 +11,9 @@ from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
 
 from .kube import (
-    admin_api,
     create_node,
     delete_nodes,
     get_pod,
-    install_crds,
     kube_profile,
     live_scheduler,
     namespace,
@@ -48,12 +46,7 @@ tiers:
 """
 
 
-@pytest.fixture
-def api(control_plane):
-    a = admin_api(control_plane)
-    install_crds(a)
-    yield a
-    a.close()
+pytestmark = pytest.mark.usefixtures("volcano_crds")     # (conftest.py)
 
 
 def gpu_pod(ns: str, name: str, sched: str, limits: dict[str, str]) -> dict:

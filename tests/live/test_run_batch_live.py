@@ -12,11 +12,9 @@ from caldera.batch.conf import parse_volcano_conf
 from caldera.batch.plugins import PLUGINS
 
 from .kube import (
-    admin_api,
     create_node,
     delete_nodes,
     get_pod,
-    install_crds,
     live_scheduler,
     namespace,
     pod_body,
@@ -39,12 +37,7 @@ tiers:
 """
 
 
-@pytest.fixture
-def api(control_plane):
-    a = admin_api(control_plane)
-    install_crds(a)
-    yield a
-    a.close()
+pytestmark = pytest.mark.usefixtures("volcano_crds")     # (conftest.py)
 
 
 def create_gang(api, ns, name, queue, size, min_member, cpu, sched):
