@@ -195,6 +195,31 @@ def test_reclaim_skips_a_pdb_protected_victim():
     assert out["evict"] == ["c1/p-1"] and out["pipeline"] == {"c1/preemptor1": "n1"}
 
 
+def test_a_pdb_veto_falls_through_to_the_next_tier():
+    """Volcano's Reclaimable: a plugin answering no victims ends its tier without a set, and the
+    first later tier with a set decides. With a PDB over all four of q1's pods and the pdb plugin
+    in the tier *before* proportion's, pdb's empty answer is overridden: proportion's victims
+    [p-1, p-2] stand and p-2 is evicted, PDB or not. With pdb in proportion's tier (after it) the
+    veto ends the last tier: nothing is evicted and preemptor1 stays pending."""
+    every = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": {"name": "all", "namespace": "c1"},
+             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "a"}}},
+             "status": {"disruptionsAllowed": 0}}
+    docs = [podgroup("c1", "pg1", 0, queue="q1", phase="Running"), podgroup("c1", "pg2", 1, queue="q2"),
+            *[pod("c1", f"p-{i}", "n1", "Running", rl("1", "1G"), "pg1", labels={"app": "a", "n": str(i)},
+                  annotations=PREEMPTABLE, creation=f"2026-01-01T00:00:0{i}Z") for i in (1, 2, 3, 4)],
+            pod("c1", "preemptor1", "", "Pending", rl("1", "1G"), "pg2", creation="2026-01-01T00:01:00Z"),
+            node("n1", rl("4", "4G")), queue("q1", 1), queue("q2", 1), every]
+    first, second = [{**ALL_OFF, **p} for p in RECLAIM_TIER[:2]], [{**ALL_OFF, **RECLAIM_TIER[2]}]
+    pdb_ = {**ALL_OFF, "name": "pdb", "enableReclaimable": True}
+    before = outcome(run(docs, {"actions": "reclaim", "tiers": [{"plugins": [*first, pdb_]}, {"plugins": second}]}))
+    assert before["evict"] == ["c1/p-1"] and before["pipeline"] == {"c1/preemptor1": "n1"}
+    after = outcome(run(docs, {"actions": "reclaim", "tiers": [{"plugins": first}, {"plugins": [*second, pdb_]}]}))
+    assert after["evict"] == ["c1/p-4"] and after["pipeline"] == {"c1/preemptor1": "n1"}
+    one = outcome(run(docs, {"actions": "reclaim", "tiers": [{"plugins": [*first, *second, pdb_]}]}))
+    assert one["evict"] == [] and one["pipeline"] == {}
+
+
 # ---- end to end: caldera schedule ------------------------------------------------------------------
 CLUSTER = """\
 apiVersion: scheduling.k8s.io/v1

@@ -14,6 +14,12 @@ function. Given the candidate tasks of one node, in the order the action lists t
 - as in Volcano, a candidate whose pod has no labels at all is never a victim (the plugin skips
   such pods before looking at the PDBs, and so leaves them out of the result).
 
+A veto binds only as far as Volcano's tiers let it (Session._victims): where pdb leaves no
+victims on a node, its tier ends without a set and the first later tier whose plugins answer
+decides (proportion's reclaimable in the usual second tier, for instance), and a tier before pdb's
+that has a set decides before pdb is asked. For PDBs to hold, pdb shares the tier of every plugin
+that votes on victims, or the later ones do not vote (`enableReclaimable: false`).
+
 The budget is counted afresh on every call (per node and per preemptor), from the PDB objects
 the session opened with: tasks evicted earlier in the session do not consume it, as in Volcano,
 whose lister is not updated within a session.
