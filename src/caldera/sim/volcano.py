@@ -25,6 +25,7 @@ import itertools
 import math
 import os
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,10 @@ class VolcanoSim(Simulation):
         self._groups: dict[str, tuple[float, dict]] = {}      # ns/name -> (arrival, PodGroup manifest)
         self._queues: list[dict] = []
         self._pg_queue: dict[str, str] = {}
+        # the virtual clock on the API server's: t seconds into the replay is POSIX T0 + t, T0 the
+        # newest creationTimestamp of the cluster's pods (0 without any), so objects of the
+        # cluster are older than every arrival (see `created`)
+        self.epoch = float(max((p.creation for p in cluster.pods if p.creation is not None), default=0.0))
         first_pod: dict[str, float] = {}
         for sp in workload.pods:
             g = sp.pod.annotations.get(GROUP_NAME_ANNOTATION)
@@ -93,7 +98,9 @@ class VolcanoSim(Simulation):
                 k = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
                 at = (meta.get("annotations") or {}).get(ARRIVAL_ANNOTATION)
                 arrival = float(at) if at is not None else first_pod.get(k, 0.0)
-                self._groups[k] = (arrival, copy.deepcopy(doc))
+                doc = copy.deepcopy(doc)
+                doc.setdefault("metadata", {})["creationTimestamp"] = _timestamp(self.created(arrival))
+                self._groups[k] = (arrival, doc)
                 self._pg_queue[k] = str((doc.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
         self.queue_names = tuple(sorted({DEFAULT_QUEUE, *self._pg_queue.values(),
                                    *(str((q.get("metadata") or {}).get("name")) for q in self._queues),
@@ -132,6 +139,11 @@ class VolcanoSim(Simulation):
             if g:
                 members.setdefault(f"{p.namespace}/{g}", []).append(p.key)
         self._group_members = members
+        # a PodGroup leaves the replay once every pod of it has completed: in a cluster its pods
+        # would stay Succeeded and Volcano would mark it Completed, inert; with the pods deleted
+        # it would go back to Pending, be enqueued again and hold its minResources for ever
+        self._unfinished = {k: len(v) for k, v in members.items()}
+        self._finished: set[str] = set()
         self._arrivals = sorted((at, self._group_rank[k], k) for k, (at, _) in self._groups.items())
         self._arrived = 0                     # groups of _arrivals already in the kept snapshot
         # the phases sessions gave the PodGroups of pods without one (the controller's
@@ -182,10 +194,22 @@ class VolcanoSim(Simulation):
             ratio[:, self.table.res_index["pods"]] = 0.0
         return [float(x) for x in ratio.max(axis=1)] if ratio.size else [0.0] * len(self.queue_names)
 
+    # ---- the clock ---------------------------------------------------------------------------
+    def created(self, t: float) -> float:
+        """The creationTimestamp the API server gives an object created at virtual time `t`
+        (whole seconds, as metav1.Time is serialized)."""
+        return self.epoch + math.floor(t)
+
     # ---- the scheduler ---------------------------------------------------------------------
     def submit(self, pod: Pod) -> None:
         if pod.scheduler_name in RETARGETED_SCHEDULERS:
             pod.scheduler_name = VOLCANO_SCHEDULER
+        # created now (a copy of the trace's pod: sim.core._arrive), and so is the PodGroup
+        # Volcano's controller makes for a pod without one (snapshot.implicit_podgroup reads raw)
+        pod.creation = self.created(self.now)
+        meta = dict(pod.raw.get("metadata") or {})
+        meta["creationTimestamp"] = _timestamp(pod.creation)
+        pod.raw = {**pod.raw, "metadata": meta}
         self._pending_pos[pod.key] = next(self._order)
         if not self.rebuild_every_tick:
             self.kept.changed(pod.key)
@@ -284,7 +308,7 @@ class VolcanoSim(Simulation):
                     job = done[key] = snap.jobs[key]
                     job.pg.phase = pod_group_phase(job, False)
                 return done, [], []
-        ssn = open_snapshot(snap, self.conf, self.priority_classes, seed=seed)
+        ssn = open_snapshot(snap, self.conf, self.priority_classes, seed=seed, now=self.epoch + self.now)
         self.opened += 1
         if not self.rebuild_every_tick:
             self.kept.watch(ssn)
@@ -305,6 +329,26 @@ class VolcanoSim(Simulation):
         else:
             self._stale.pop(key, None)
 
+    def _complete(self, key: str, run: int) -> None:
+        done = key in self.live and self.run_id.get(key, 0) == run
+        pod = self.live.get(key)
+        super()._complete(key, run)
+        if not done or pod is None or key in self.live:
+            return
+        g = pod.annotations.get(GROUP_NAME_ANNOTATION)
+        k = f"{pod.namespace}/{g}" if g else ""
+        if k not in self._unfinished:
+            return
+        self._unfinished[k] -= 1
+        if self._unfinished[k] == 0 and k in self._groups:
+            self._finished.add(k)
+            self._groups[k][1].setdefault("status", {})["phase"] = "Completed"
+            if not self.rebuild_every_tick:
+                self.kept.remove_group(k)
+            self._unsettled.pop(k, None)
+            self._stale.pop(k, None)
+            self.dirty = True
+
     def _lookup(self, key: str) -> Pod | None:
         return self.live.get(key) or self.pending.get(key)
 
@@ -321,7 +365,8 @@ class VolcanoSim(Simulation):
         c.pdbs = self._pdbs
         c.resource_quotas = self._quotas
         c.other = [("<simulation>", q) for q in self._queues] + \
-                  [("<simulation>", doc) for at, doc in self._groups.values() if at <= self.now]
+                  [("<simulation>", doc) for k, (at, doc) in self._groups.items()
+                   if at <= self.now and k not in self._finished]
         return c
 
     def _bind(self, key: str, node: str, placed: Pod | None = None) -> None:
@@ -346,3 +391,8 @@ class VolcanoSim(Simulation):
             return
         self.table.remove_pod(key)
         self.evicted(pod)
+
+
+def _timestamp(posix: float) -> str:
+    """RFC 3339 in whole seconds, as the API server writes creationTimestamp."""
+    return datetime.fromtimestamp(math.floor(posix), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

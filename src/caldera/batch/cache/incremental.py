@@ -96,6 +96,14 @@ class KeptSnapshot:
         for k in member_keys:
             self.dirty[k] = None
 
+    def remove_group(self, key: str) -> None:
+        """The explicit PodGroup `key` is gone (its job finished: see sim/volcano.py)."""
+        snap = self.snap
+        if snap is None:
+            return
+        snap.podgroups.pop(key, None)
+        self.dirty_jobs[key] = None
+
     def watch(self, ssn) -> None:
         """Record every task the session `ssn` allocates, pipelines, evicts or undoes; they are
         rebuilt at the next sync."""
