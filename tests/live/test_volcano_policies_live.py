@@ -22,6 +22,7 @@ from caldera.batch.plugins import PLUGINS
 from .kube import (
     create_node,
     delete_nodes,
+    events_for,
     get_pod,
     live_scheduler,
     namespace,
@@ -111,6 +112,13 @@ def test_resource_quota_holds_back_a_podgroup(api):
             assert not get_pod(api, ns, "big-0")["spec"].get("nodeName")
             big = api.request("GET", f"{PG}/namespaces/{ns}/podgroups/big")[1]
             assert (big.get("status") or {}).get("phase", "Pending") == "Pending"
+            # resourcequota's refusal is a PodGroup event, as Volcano's RecordPodGroupEvent writes it
+            ev = wait_until(lambda: [e for e in events_for(api, ns, "big") if e["reason"] == "Unschedulable"],
+                            what="the PodGroup event")
+            assert ev[0]["regarding"]["kind"] == "PodGroup" and ev[0]["type"] == "Normal"
+            assert ev[0]["regarding"]["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+            assert "resource quota insufficient" in ev[0]["note"], ev[0]["note"]
+            assert len(ev) == 1, "written once while the session keeps recording it"
             # the session saw the quota: the enqueue action was refused by resourcequota
             res = app.loop.snapshot()
             # (other tests of the session may have left quotas in their own namespaces)
@@ -154,7 +162,6 @@ def test_pdb_protects_reclaim_victims(api):
     """examples/batch/reclaim with a PDB: 8 etl pods (2 CPU) fill two 8-CPU nodes for the batch
     queue; a 2-CPU notebook of the interactive queue reclaims one of them. A PDB with 0
     disruptions allowed covers etl-0..6, so the only victim reclaim may take is etl-7."""
-    from .kube import events_for
     t = tag()
     sched = f"volcano-{t}"
     ns = namespace(api, f"pdb-{t}")

@@ -24,6 +24,7 @@ from ..batch.api.info import FAILED, RUNNING, SUCCEEDED
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins
 from ..framework.status import Code, Status
+from .informer import RESOURCES
 
 
 class _Profiler:
@@ -273,6 +274,7 @@ class BatchLoop(_Loop):
         self.sessions = 0
         self._pg_status: dict[str, tuple] = {}     # PodGroup -> last status written
         self._pod_msgs: dict[str, str] = {}        # pod -> last unschedulable message written
+        self._pg_events: dict[str, list] = {}      # PodGroup -> the session events last written for it
 
     def snapshot(self):
         """The cache as a Cluster for one session: pods with a bind in flight count as bound."""
@@ -310,6 +312,8 @@ class BatchLoop(_Loop):
                 self._pod_msgs = {k: v for k, v in self._pod_msgs.items() if k in pods}
             if any(k not in pgs for k in self._pg_status):
                 self._pg_status = {k: v for k, v in self._pg_status.items() if k in pgs}
+            if any(k not in pgs for k in self._pg_events):
+                self._pg_events = {k: v for k, v in self._pg_events.items() if k in pgs}
 
     def run_once(self) -> None:
         from ..batch.runner import run_session
@@ -346,6 +350,17 @@ class BatchLoop(_Loop):
             if self._pg_status.get(pg.key) != sig:
                 self._pg_status[pg.key] = sig
                 self.write(self.status.podgroup_status, pg.namespace, pg.name, st)
+            # the plugins' PodGroup events (ssn.RecordPodGroupEvent: resourcequota's refusal, ...),
+            # each written once while the session keeps recording it (Volcano's recorder would
+            # aggregate the repeats into one event's count)
+            evs = ssn.events.get(job.uid, [])
+            if evs and self._pg_events.get(pg.key) != evs:
+                self._pg_events[pg.key] = evs
+                for reason, message in evs:
+                    self.write(self.status.event, pg, "Normal", reason, "Schedule", message, "PodGroup",
+                               RESOURCES["podgroups"].group_version)
+            elif not evs:
+                self._pg_events.pop(pg.key, None)
         if self.tracer is not None:
             from .tracing import session_spans
             session_spans(self.tracer, start_ns, time.time_ns(), ssn.timings,
