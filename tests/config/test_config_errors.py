@@ -143,8 +143,8 @@ CASES = [
     ("plugin-config-args-not-mapping", "c.yaml", V1 + prof(extra="pluginConfig:\n- name: NodeResourcesFit\n"
                                                            "  args: [1, 2]"),
      "profiles[0].pluginConfig[0].args", "expected a mapping"),
-    ("extenders", "c.yaml", V1 + "extenders:\n- urlPrefix: http://127.0.0.1:8888\n", "extenders",
-     "not supported by caldera"),
+    ("extender-weight", "c.yaml", V1 + "extenders:\n- urlPrefix: http://127.0.0.1:8888\n  prioritizeVerb: p\n",
+     "extenders[0].weight", "Invalid value: 0: must have a positive weight applied to it"),
     ("missing-file", "missing.yaml", None, "(file)", "no such file"),
 ]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from .gputopology import check_topology
 from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass, check_priority_class
 from .output import API_NOT_SERVED, KIND_NOT_USED, Ignored, object_name
 from .pdb import PodDisruptionBudget
@@ -51,7 +52,7 @@ def _describe(doc: dict[str, Any], index: int) -> str:
     return f"document {index} ({kind})"
 
 
-CONSUMED_ELSEWHERE = {"PodGroup", "Queue", "Job"}
+CONSUMED_ELSEWHERE = {"PodGroup", "Queue", "Job", "HyperNode", "Numatopology"}
 
 
 def load_cluster(paths: list[str]) -> Cluster:
@@ -69,6 +70,7 @@ def load_cluster(paths: list[str]) -> Cluster:
                 raise InputError(f"kind: must be a string, got {type(kind).__name__}")
             if kind == "Node":
                 n = Node(doc, validate=True)
+                check_topology(n)          # caldera.dev/gpu-topology (docs/gpu.md "GPU links")
                 if n.name in seen_nodes:
                     raise InputError(already_exists("nodes", n.name))
                 seen_nodes.add(n.name)

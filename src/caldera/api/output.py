@@ -22,7 +22,7 @@ CLUSTER_SCOPED = frozenset({
     "RuntimeClass", "VolumeAttachment", "CertificateSigningRequest", "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     "FlowSchema", "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass", "ResourceSlice",
-    "Queue", "HyperNode",
+    "Queue", "HyperNode", "Numatopology",
 })
 
 

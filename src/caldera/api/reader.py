@@ -41,6 +41,7 @@ UNREAD_POD_FIELDS = {
 UNREAD_VOLUMES = frozenset({"projected", "configMap", "secret", "downwardAPI", "emptyDir"})
 _UNREAD = {part: frozenset(keys) for part, keys in UNREAD_POD_FIELDS.items()}
 _UNREAD_STATUS_NOT_TERMINATING = _UNREAD["status"] | {"conditions"}
+COOLDOWN_TIME = "volcano.sh/cooldown-time"      # its pods keep their conditions (batch/plugins/cdp.py)
 # Equal strings are made one (`_shared`) in files this big: below, the walk costs more time than
 # the memory it saves is worth.
 SHARE_FROM_BYTES = 16 << 20
@@ -119,6 +120,12 @@ def _shared(obj: Any, shared: dict[str, str]) -> Any:
     return obj
 
 
+def _has_cooldown(meta: dict[str, Any]) -> bool:
+    """A pod with Volcano's cooldown-time (label or annotation): the cdp plugin reads its
+    PodScheduled condition, so its conditions are kept."""
+    return any(isinstance(m, dict) and COOLDOWN_TIME in m for m in (meta.get("labels"), meta.get("annotations")))
+
+
 def _slim_pod(doc: dict[str, Any]) -> None:
     """Drop, in place, the fields of UNREAD_POD_FIELDS (only from mappings: a malformed part
     stays for the decoder to report). Set intersections find the few present in C."""
@@ -128,7 +135,7 @@ def _slim_pod(doc: dict[str, Any]) -> None:
             del meta[k]
     if isinstance(status, dict):
         drop = _UNREAD["status"]
-        if not (isinstance(meta, dict) and meta.get("deletionTimestamp") is not None):
+        if not (isinstance(meta, dict) and (meta.get("deletionTimestamp") is not None or _has_cooldown(meta))):
             drop = _UNREAD_STATUS_NOT_TERMINATING
         for k in status.keys() & drop:
             del status[k]

@@ -15,6 +15,7 @@ from .cache.snapshot import VOLCANO_SCHEDULER, Snapshot, build_snapshot
 from .conf import VolcanoConf
 from .controller.vcjob import JOB_NAME
 from .framework.session import Session
+from .framework.topology import open_topology
 from .plugins import plugin_class
 
 
@@ -57,7 +58,9 @@ def open_snapshot(snap: Snapshot, conf: VolcanoConf, priority_classes: dict, *, 
     ssn.podgroups = snap.podgroups
     ssn.pdbs = snap.pdbs
     ssn.namespace_info = snap.namespace_info
+    ssn.numa_info = snap.numa_info
     ssn.rr_start = 0
+    snap.warnings.extend(open_topology(ssn, snap.hypernodes))
     for tier in conf.tiers:
         for opt in tier.plugins:
             plugin = plugin_class(opt.name)(opt.arguments, conf.source)
@@ -95,6 +98,10 @@ def ignored_objects(cluster: Cluster, snap: Snapshot, scheduler_name: str,
         source, order = cluster.where_of("PodDisruptionBudget", pdb.key)
         out.append(Ignored("PodDisruptionBudget", pdb.key, source, "PodDisruptionBudgets are not used by the "
                            "Volcano scheduler without its pdb plugin (not in the conf)", NOT_FOR_VOLCANO, order))
+    for name in snap.numa_info if "numa-aware" not in plugins else ():
+        source, order = cluster.where_of("Numatopology", name)
+        out.append(Ignored("Numatopology", name, source, "Numatopologies are not used by the Volcano scheduler "
+                           "without its numa-aware plugin (not in the conf)", NOT_FOR_VOLCANO, order))
     return out
 
 
@@ -130,6 +137,10 @@ def _binding(ssn: Session, task, node: str) -> dict:
         if ids is not None:
             b["devices"] = list(ids)
             break
+    numa = ssn.plugins.get("numa-aware")       # the CPUs numa-aware gave the task
+    cpus = numa.cpus_of(task) if numa is not None else None
+    if cpus is not None:
+        b["cpuset"], b["numaNodes"] = cpus
     return b
 
 
@@ -150,6 +161,8 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
         ACTIONS[name](ssn)
         ssn.timings[name] = (time.perf_counter() - ta) * 1000.0
     close_session(ssn)
+    for plugin in ssn.plugins.values():     # warnings raised after the session opened (extender)
+        res.warnings += getattr(plugin, "session_warnings", ())
     ssn.elapsed = time.perf_counter() - t0
     res.bindings = [_binding(ssn, t, node) for t, node in ssn.bound]
     res.evictions = [{"pod": t.key, "node": t.node_name, "reason": reason} for t, reason in ssn.evicted]
@@ -169,6 +182,10 @@ def run_session(cluster: Cluster, conf: VolcanoConf, *, seed: int = 0, explain: 
             entry["message"] = msg
         if job.uid in ssn.events:
             entry["events"] = [{"type": "Normal", "reason": r, "message": m} for r, m in ssn.events[job.uid]]
+        if job.allocated_hypernode:
+            entry["hyperNode"] = job.allocated_hypernode
+        if job.uid in ssn.hypernode_explain:
+            entry["hyperNodes"] = ssn.hypernode_explain[job.uid]
         if not job.pg.implicit:
             res.pod_groups.append(entry)
     res.explain = ssn.explain

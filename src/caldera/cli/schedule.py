@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import click
 import orjson
@@ -29,16 +30,22 @@ from . import progress
 @click.option("--explain", is_flag=True, help="Per node: the filter verdict and each plugin's score.")
 @click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
-def schedule(files, config_path, output, explain, scheduler_name, seed):
+@click.option("--now", "now_text", default=None, metavar="RFC3339",
+              help="volcano-scheduler.conf only: the session's time, for plugins that decide on time (sla, "
+                   "tdm, cdp), e.g. 2026-01-01T12:00:00Z (default: the newest creationTimestamp in the input).")
+def schedule(files, config_path, output, explain, scheduler_name, seed, now_text):
     """Run one scheduling pass and print where each pending pod goes, and why or why not."""
+    now = _parse_now(now_text)
     registry = build_registry()
     config = load_config(config_path, registry)
     if isinstance(config, VolcanoConf):
         for w in config.warnings:
             click.echo(f"caldera: warning: {w}", err=True)
         cluster = _load(files)
-        result = run_session(cluster, config, seed=seed, explain=explain, scheduler_name=scheduler_name)
+        result = run_session(cluster, config, seed=seed, explain=explain, scheduler_name=scheduler_name, now=now)
         return _emit(result, output)
+    if now is not None:
+        raise click.UsageError("--now applies only to a Volcano session (a volcano-scheduler.conf as --config)")
     if scheduler_name is not None and config.profile(scheduler_name) is None:
         if config_path is None:
             config.profiles[0].scheduler_name = scheduler_name
@@ -49,6 +56,20 @@ def schedule(files, config_path, output, explain, scheduler_name, seed):
     _ignore_volcano_objects(cluster, config_path)
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
+
+
+def _parse_now(text: str | None) -> float | None:
+    """--now: an RFC 3339 time with a zone ("Z" or an offset) -> POSIX seconds."""
+    if text is None:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None or "T" not in text.upper():
+        raise click.BadParameter(f"{text!r} is not an RFC 3339 time such as 2026-01-01T12:00:00Z",
+                                 param_hint="--now")
+    return t.timestamp()
 
 
 def _load(files) -> Cluster:

@@ -16,6 +16,8 @@ def render(data: dict, console: Console | None = None) -> None:
     for b in data["bindings"]:
         devices = b.get("devices")      # the GPUs a pod with GPU demand took
         gpus = f" (GPU {', '.join(map(str, devices))})" if devices else ""
+        if b.get("cpuset"):             # the CPUs Volcano's numa-aware plugin pinned
+            gpus += f" (CPU {b['cpuset']})"
         t.add_row(b["pod"], "[green]bound[/]", b["node"] + gpus)
     noms = {n["pod"]: n["node"] for n in data["nominations"]}
     for u in data["unschedulable"]:
@@ -35,15 +37,35 @@ def render(data: dict, console: Console | None = None) -> None:
         g = Table(title="PodGroups")
         g.add_column("PodGroup")
         g.add_column("Phase")
+        with_hn = any("hyperNode" in pg for pg in data["podGroups"])
+        if with_hn:
+            g.add_column("HyperNode")
         g.add_column("Message", overflow="fold")
         for pg in data["podGroups"]:
             msg = pg.get("message", "")
             for ev in pg.get("events", []):
                 msg += f"{chr(10) if msg else ''}event {ev['reason']}: {ev['message']}"
-            g.add_row(pg["name"], pg.get("phase", ""), escape(msg))   # messages may hold "map[...]"
+            hn = [escape(pg.get("hyperNode", ""))] if with_hn else []
+            g.add_row(pg["name"], pg.get("phase", ""), *hn, escape(msg))   # messages may hold "map[...]"
         con.print(g)
+        for pg in data["podGroups"]:
+            if pg.get("hyperNodes"):
+                _hypernodes_table(con, pg)
     for pod, ex in (data.get("explain") or {}).items():
         _explain_table(con, pod, ex)
+
+
+def _hypernodes_table(con: Console, pg: dict) -> None:
+    """--explain: the HyperNodes allocate tried for a PodGroup with a network topology constraint."""
+    t = Table(title=f"HyperNodes for {pg['name']}")
+    t.add_column("HyperNode", overflow="fold", max_width=16)
+    for c in ("Tier", "Result", "Score"):
+        t.add_column(c)
+    t.add_column("Why", overflow="fold", ratio=1)
+    for e in pg["hyperNodes"]:
+        t.add_row(escape(e["hyperNode"]), str(e["tier"]), e["result"], str(e.get("score", "")),
+                  escape(e.get("reason", "")))
+    con.print(t)
 
 
 # Column headers of the explain table: plugin names shortened so a row fits 80 columns; the
@@ -52,8 +74,10 @@ SHORT = {"NodeResourcesFit": "Fit", "NodeResourcesBalancedAllocation": "Balanced
          "TaintToleration": "Taint", "NodeAffinity": "NodeAff", "PodTopologySpread": "Spread",
          "InterPodAffinity": "PodAff", "ImageLocality": "Image",
          "GpuPacking": "Packing", "GpuClustering": "Cluster",     # GPU policies (docs/gpu.md)
+         "GPUTopology": "GpuTopo",                                # GPU links (docs/gpu.md)
          # Volcano's nodeorder reports the kube scorers it wraps, NodeResourcesFit per strategy
-         "NodeResourcesFit_LeastAllocated": "Fit(LA)", "NodeResourcesFit_MostAllocated": "Fit(MA)"}
+         "NodeResourcesFit_LeastAllocated": "Fit(LA)", "NodeResourcesFit_MostAllocated": "Fit(MA)",
+         "network-topology-aware": "NetTopo"}
 
 
 def _legend(plugins: list[str]) -> str:

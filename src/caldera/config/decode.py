@@ -8,9 +8,13 @@ multiPoint expansion (see expand.py). Plugin args are validated by constructing 
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
+import re
 from typing import Any, NoReturn
 
+from ..api.validation import field_invalid, go_quote, qualified_name_errors
 from ..errors import ConfigError
 from .defaults import DEFAULT_SCHEDULER_NAME, INVALID_V1_PLUGINS, KUBE_ONLY_PLUGINS, default_plugins
 from .expand import (
@@ -24,7 +28,16 @@ from .expand import (
     expand_plugins,
     merge_plugins,
 )
-from .types import DEFAULT_CLIENT_BURST, DEFAULT_CLIENT_QPS, ClientConnection, PluginRef, Profile, SchedulerConfig
+from .types import (
+    DEFAULT_CLIENT_BURST,
+    DEFAULT_CLIENT_QPS,
+    ClientConnection,
+    ExtenderConfig,
+    ExtenderTLS,
+    PluginRef,
+    Profile,
+    SchedulerConfig,
+)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -128,9 +141,7 @@ def decode_kube_config(doc: dict[str, Any], path: str, registry: Registry) -> Sc
     for k in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if doc.get(k) is not None and not isinstance(doc[k], bool):
             raise c.err(k, f"expected true or false, got {_show(doc[k])}", f"set {k} to true or false")
-    if c.seq(doc.get("extenders"), "extenders", "extenders"):
-        raise c.err("extenders", "scheduler extenders (HTTP webhooks) are not supported by caldera",
-                    "remove extenders, or write the extender's logic as a caldera plugin")
+    cfg.extenders = _extenders(c, doc.get("extenders"))
 
     raw_profiles = c.seq(doc.get("profiles"), "profiles", "profiles") or [{}]
     names: dict[str, int] = {}
@@ -148,7 +159,148 @@ def decode_kube_config(doc: dict[str, Any], path: str, registry: Registry) -> Sc
         names[prof.scheduler_name] = i
         cfg.profiles.append(prof)
     _common_queue_sort(c, cfg.profiles, raws)
+    # buildExtenders: extended resources an extender manages with ignoredByScheduler replace
+    # NodeResourcesFit's ignoredResources in every profile
+    ignored = [name for ext in cfg.extenders for name, ign in ext.managed_resources if ign]
+    if ignored:
+        for prof in cfg.profiles:
+            prof.plugin_args.setdefault("NodeResourcesFit", {})["ignoredResources"] = list(ignored)
     return cfg
+
+
+EXTENDER_FIELDS = ("urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb", "enableHTTPS",
+                   "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable")
+EXTENDER_TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
+MANAGED_RESOURCE_FIELDS = ("name", "ignoredByScheduler")
+_DURATION_RE = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                   "h": 3600.0}
+
+
+def _go_duration_seconds(s: str) -> float | None:
+    """time.ParseDuration (a metav1.Duration's text) in seconds; None if it does not parse."""
+    if s in ("0", "+0", "-0"):
+        return 0.0
+    if not _DURATION_RE.fullmatch(s):
+        return None
+    sign = -1.0 if s.startswith("-") else 1.0
+    total = 0.0
+    for num, unit in re.findall(r"([0-9.]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)", s):
+        total += float(num) * _DURATION_UNITS[unit]
+    return sign * total
+
+
+def _is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: not a native resource (no '/' or a kubernetes.io/ name),
+    not requests.*, and requests.<name> a qualified name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not qualified_name_errors("requests." + name)
+
+
+def _extenders(c: _Ctx, v: object) -> list[ExtenderConfig]:
+    """`extenders`, decoded strictly and validated as kube-scheduler's validateExtenders (a
+    prioritizeVerb needs a positive weight; managedResources are extended resource names, each
+    named once across extenders; at most one extender binds). kube-scheduler reports every
+    problem at once; Caldera stops at the first, with kube's field error text."""
+    out: list[ExtenderConfig] = []
+    binders = 0
+    managed: set[str] = set()
+    for i, raw in enumerate(c.seq(v, "extenders", "extenders")):
+        where = f"extenders[{i}]"
+        raw = c.mapping(raw, where, "an Extender")
+        c.fields(raw, EXTENDER_FIELDS, where, "an Extender")
+        ext = ExtenderConfig()
+        for key, attr in (("urlPrefix", "url_prefix"), ("filterVerb", "filter_verb"), ("preemptVerb", "preempt_verb"),
+                          ("prioritizeVerb", "prioritize_verb"), ("bindVerb", "bind_verb")):
+            val = raw.get(key)
+            if val is not None:
+                if not isinstance(val, str):
+                    raise c.err(f"{where}.{key}", f"expected a string, got {_show(val)}", f"write {key} as a string")
+                setattr(ext, attr, val)
+        for key, attr in (("enableHTTPS", "enable_https"), ("nodeCacheCapable", "node_cache_capable"),
+                          ("ignorable", "ignorable")):
+            val = raw.get(key)
+            if val is not None:
+                if not isinstance(val, bool):
+                    raise c.err(f"{where}.{key}", f"expected true or false, got {_show(val)}",
+                                f"set {key} to true or false")
+                setattr(ext, attr, val)
+        if raw.get("weight") is not None:
+            ext.weight = c.integer(raw["weight"], f"{where}.weight", -(2**63), 2**63 - 1, "a positive integer")
+        if raw.get("httpTimeout") is not None:
+            t = raw["httpTimeout"]
+            secs = _go_duration_seconds(t) if isinstance(t, str) else None
+            if secs is None:
+                shown = f'time: invalid duration "{t}"' if isinstance(t, str) else f"expected a string, got {_show(t)}"
+                raise c.err(f"{where}.httpTimeout", shown, "write a Go duration such as 5s, 500ms or 1m")
+            ext.http_timeout = secs
+        if raw.get("tlsConfig") is not None:
+            ext.tls = _extender_tls(c, raw["tlsConfig"], f"{where}.tlsConfig")
+        if ext.prioritize_verb and ext.weight <= 0:
+            raise c.err(f"{where}.weight", field_invalid(f"{where}.weight", ext.weight,
+                        "must have a positive weight applied to it").split(": ", 1)[1],
+                        "give the extender a weight greater than zero (it multiplies its scores)")
+        if ext.bind_verb:
+            binders += 1
+        for j, mr in enumerate(c.seq(raw.get("managedResources"), f"{where}.managedResources", "{name}")):
+            mw = f"{where}.managedResources[{j}]"
+            mr = c.mapping(mr, mw, "a managed resource {name, ignoredByScheduler}")
+            c.fields(mr, MANAGED_RESOURCE_FIELDS, mw, "an ExtenderManagedResource")
+            name = mr.get("name")
+            if not isinstance(name, str):
+                raise c.err(f"{mw}.name", f"expected a string, got {_show(name)}", "name an extended resource")
+            ignored = mr.get("ignoredByScheduler", False)
+            if not isinstance(ignored, bool):
+                raise c.err(f"{mw}.ignoredByScheduler", f"expected true or false, got {_show(ignored)}",
+                            "set ignoredByScheduler to true or false")
+            errs = qualified_name_errors(name)
+            if errs:
+                raise c.err(f"{mw}.name", f"Invalid value: {go_quote(name)}: {errs[0]}",
+                            "name an extended resource such as example.com/foo")
+            if not _is_extended_resource_name(name):
+                raise c.err(f"{mw}.name", f"Invalid value: {go_quote(name)}: is an invalid extended resource name",
+                            "name an extended resource (a domain-prefixed name outside kubernetes.io/)")
+            if name in managed:
+                raise c.err(f"{mw}.name", f"Invalid value: {go_quote(name)}: duplicate extender managed resource name",
+                            "list each managed resource in one extender only")
+            managed.add(name)
+            ext.managed_resources.append((name, ignored))
+        out.append(ext)
+    if binders > 1:
+        raise c.err("extenders", f'Invalid value: "found {binders} extenders implementing bind": '
+                    "only one extender can implement bind", "set bindVerb on one extender only")
+    return out
+
+
+def _extender_tls(c: _Ctx, v: object, where: str) -> ExtenderTLS:
+    raw = c.mapping(v, where, "an ExtenderTLSConfig")
+    c.fields(raw, EXTENDER_TLS_FIELDS, where, "an ExtenderTLSConfig")
+    tls = ExtenderTLS()
+    if raw.get("insecure") is not None:
+        if not isinstance(raw["insecure"], bool):
+            raise c.err(f"{where}.insecure", f"expected true or false, got {_show(raw['insecure'])}",
+                        "set insecure to true or false")
+        tls.insecure = raw["insecure"]
+    for key, attr in (("serverName", "server_name"), ("certFile", "cert_file"), ("keyFile", "key_file"),
+                      ("caFile", "ca_file")):
+        val = raw.get(key)
+        if val is not None:
+            if not isinstance(val, str):
+                raise c.err(f"{where}.{key}", f"expected a string, got {_show(val)}", f"write {key} as a string")
+            setattr(tls, attr, val)
+    for key, attr in (("certData", "cert_data"), ("keyData", "key_data"), ("caData", "ca_data")):
+        val = raw.get(key)
+        if val is not None:
+            try:
+                data = base64.b64decode(val, validate=True) if isinstance(val, str) else None
+            except (binascii.Error, ValueError):
+                data = None
+            if data is None:
+                raise c.err(f"{where}.{key}", f"expected base64 text (PEM bytes), got {_show(val)}",
+                            f"write {key} as the base64 encoding of the PEM data")
+            setattr(tls, attr, data)
+    return tls
 
 
 def _client_connection(c: _Ctx, v: object) -> ClientConnection:

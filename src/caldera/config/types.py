@@ -55,6 +55,37 @@ class ClientConnection:
 
 
 @dataclass
+class ExtenderTLS:
+    """An extender's tlsConfig (kubescheduler.config.k8s.io/v1 ExtenderTLSConfig); the *Data fields
+    are the decoded bytes of their base64 text."""
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass
+class ExtenderConfig:
+    """One entry of `extenders` (kubescheduler.config.k8s.io/v1 Extender), validated."""
+    url_prefix: str = ""
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    weight: int = 0
+    bind_verb: str = ""
+    enable_https: bool = False
+    tls: ExtenderTLS | None = None
+    http_timeout: float = 0.0                 # seconds; 0: kube's DefaultExtenderTimeout (5s)
+    node_cache_capable: bool = False
+    managed_resources: list[tuple[str, bool]] = field(default_factory=list)   # (name, ignoredByScheduler)
+    ignorable: bool = False
+
+
+@dataclass
 class SchedulerConfig:
     profiles: list[Profile] = field(default_factory=list)
     percentage_of_nodes_to_score: int = 0
@@ -64,6 +95,7 @@ class SchedulerConfig:
     source: str = "<default>"
     leader_election: dict[str, Any] = field(default_factory=dict)   # raw leaderElection (used by `caldera run`)
     client_connection: ClientConnection = field(default_factory=ClientConnection)   # used by `caldera run`
+    extenders: list[ExtenderConfig] = field(default_factory=list)   # HTTP extenders (engine/extenders.py)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

@@ -145,6 +145,13 @@ class Scheduler:
         if not self.frameworks:
             raise ConfigError(f"{config.source}: at least one profile is required")
         self.default_framework = next(iter(self.frameworks.values()))
+        # HTTP extenders (engine/extenders.py, imported only when configured: it brings an HTTP client)
+        self.extenders: list = []
+        if config.extenders:
+            from .extenders import build_extenders
+            self.extenders = build_extenders(config.extenders)
+        # hasExtenderFilters || hasScoring: sampling looks for more than one feasible node
+        self.extenders_filter_or_score = any(e.cfg.filter_verb or e.cfg.prioritize_verb for e in self.extenders)
 
     # ---- effects plugins ask for ------------------------------------------------
     def nominate(self, pod, node_name: str) -> None:
@@ -205,6 +212,12 @@ class Scheduler:
         if nnn and nnn in table.index and (names is None or nnn in names):
             i = table.index[nnn]
             ok, _ = self._filter(fwk, state, pod, np.array([i], dtype=np.intp))
+            if ok.size and self.extenders:
+                from .extenders import ExtenderError, find_nodes_that_pass_extenders
+                try:
+                    ok = find_nodes_that_pass_extenders(self.extenders, pod, table, ok, {})
+                except ExtenderError:
+                    ok = ok[:0]        # kube logs the error and evaluates all nodes
             if ok.size:
                 self._assume_and_bind(pod, fwk, state, i, att)
                 return
@@ -218,18 +231,28 @@ class Scheduler:
             diag.absent_status = Status.unresolvable(msg)
         alive, rejections = self._filter(fwk, state, pod, cand)
         alive = self._sample_feasible(fwk, cand, alive, names is None)
+        ext_status: dict[int, Status] = {}
+        if self.extenders and alive.size:
+            from .extenders import ExtenderError, find_nodes_that_pass_extenders
+            try:
+                alive = find_nodes_that_pass_extenders(self.extenders, pod, table, alive, ext_status)
+            except ExtenderError as e:
+                att.status, att.message = Status.error(str(e)), str(e)
+                return
 
         need_status = alive.size == 0 or explain is not None
         if need_status:
             diag.node_status, diag.groups = fwk.grouped_statuses(state, pod, table, rejections)
-            for st, _ in diag.groups:
+            if ext_status:
+                diag.node_status, diag.groups = {**diag.node_status, **ext_status}, None
+            for st, _ in diag.distinct_statuses():
                 diag.add_plugin_status(st)
             if explain is not None:
                 explain_filtered(explain, table, diag, names)
         else:
             for rej in rejections:
                 diag.unschedulable_plugins.add(rej.plugin.name)
-        att.evaluated = alive.size + sum(r.idx.size for r in rejections)
+        att.evaluated = alive.size + sum(r.idx.size for r in rejections) + len(ext_status)
         att.feasible = int(alive.size)
         if alive.size == 0:
             self._fail(pod, fwk, state, diag, att)
@@ -242,6 +265,11 @@ class Scheduler:
         except ScoreError as e:
             att.status, att.message = e.status, e.status.message()
             return
+        if self.extenders:
+            from .extenders import extender_scores
+            ext = extender_scores(self.extenders, pod, table, alive, detail if explain is not None else None)
+            if ext is not None:
+                total = total + ext
         if explain is not None:
             explain_scores(explain, table, alive, total, detail)
         if alive.size == 1:
@@ -260,7 +288,7 @@ class Scheduler:
         pct = fwk.profile.percentage_of_nodes_to_score
         if pct is None:
             pct = self.config.percentage_of_nodes_to_score
-        k = num_feasible_nodes_to_find(pct, m) if fwk.scorers else 1
+        k = num_feasible_nodes_to_find(pct, m) if fwk.scorers or self.extenders_filter_or_score else 1
         start_pos = self.next_start % m if m else 0
         processed = m
         if alive.size:
@@ -338,7 +366,11 @@ class Scheduler:
         if s.is_success():
             s = fwk.run_pre_bind(state, pod, node)
         if s.is_success():
-            s = fwk.run_bind(state, pod, node)
+            bound = None
+            if self.extenders:
+                from .extenders import extenders_binding
+                bound = extenders_binding(self.extenders, pod, node)
+            s = fwk.run_bind(state, pod, node) if bound is None else bound
         if not s.is_success():
             fwk.run_unreserve(state, pod, node)
             table.remove_pod(pod.key)

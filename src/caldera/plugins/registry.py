@@ -16,6 +16,7 @@ from .defaultbinder import DefaultBinder
 from .defaultpreemption.plugin import DefaultPreemption
 from .gpu.devices import GPUDevices
 from .gpu.policies import FGD, BestFit, DotProd, GpuClustering, GpuPacking, Random
+from .gpu.topology import GPUTopology
 from .imagelocality import ImageLocality
 from .interpodaffinity.plugin import InterPodAffinity
 from .nodeaffinity import NodeAffinity
@@ -62,6 +63,7 @@ IN_TREE: Mapping[str, Factory] = {
     "GpuPacking": GpuPacking,
     "BestFit": BestFit,
     "FGD": FGD,
+    "GPUTopology": GPUTopology,
 }
 
 

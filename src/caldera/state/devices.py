@@ -19,6 +19,11 @@ the pod's own row changes, O(GPUs per node). Which GPUs a pod takes when added:
    its `caldera.dev/gpu-devices` annotation (taken as the truth when the indices exist on the
    node); else `best`. A running pod that fits nowhere (the input over-commits) goes to the GPUs
    with the most free milli, which may leave them below 0 -- as `free` may go below 0 for cpu.
+
+GPU links (docs/gpu.md "GPU links"): `island[i, g]` / `numa[i, g]` are GPU g's island and NUMA
+ids on node i from its `caldera.dev/gpu-topology` annotation (-1 past the node's count and on
+nodes without one, `topo[i]` False). On a node with topology, `best` gives k whole GPUs by
+state/gputopology.py (one island where possible) instead of the lowest-indexed free ones.
 """
 from __future__ import annotations
 
@@ -28,7 +33,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..api.gpu import MILLI_PER_GPU, node_gpu_count, node_gpu_model, parse_devices, pod_gpu_demand
+from ..api.gputopology import node_topology
 from ..api.objects import Node, Pod
+from .gputopology import choose as choose_linked
 
 PIN = "gpu.devices"           # pod.cache: (node name, GPU indices) of the pod's last placement
 TAG_BITS = 63                 # tag bit positions kept (k whole GPUs -> bit min(k, 62))
@@ -53,6 +60,10 @@ class Devices:
         self.model_names: list[str] = []
         self.models: list[str] = []            # per row: the node's GPU model ("" without GPUs)
         self.tags: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.island: npt.NDArray[np.int64] = np.full((0, 1), -1, dtype=np.int64)
+        self.numa: npt.NDArray[np.int64] = np.full((0, 1), -1, dtype=np.int64)
+        self.topo: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self.any_topo = False                  # some node has GPU topology
         self._tag_count = np.zeros((0, TAG_BITS), dtype=np.int32)
         self.held: dict[str, Held] = {}
         self.any = False                       # some node has GPUs
@@ -70,6 +81,17 @@ class Devices:
         rows[np.arange(width)[None, :] < counts[:, None]] = MILLI_PER_GPU
         self.free = np.vstack([self.free, rows])
         self.gpus = np.concatenate([self.gpus, counts])
+        isl = np.full((len(nodes), width), -1, dtype=np.int64)
+        numa = np.full((len(nodes), width), -1, dtype=np.int64)
+        topo = np.zeros(len(nodes), dtype=bool)
+        for r, n in enumerate(nodes):
+            t = node_topology(n) if counts[r] else None
+            if t is not None and len(t[0]) == counts[r]:
+                isl[r, :counts[r]], numa[r, :counts[r]], topo[r] = t[0], t[1], True
+        self.island = np.vstack([self.island, isl])
+        self.numa = np.vstack([self.numa, numa])
+        self.topo = np.concatenate([self.topo, topo])
+        self.any_topo = bool(self.topo.any())
         self.models += [node_gpu_model(n) if g > 0 else "" for n, g in zip(nodes, counts.tolist())]
         self.tags = np.concatenate([self.tags, np.zeros(len(nodes), dtype=np.int64)])
         self._tag_count = np.vstack([self._tag_count, np.zeros((len(nodes), TAG_BITS), dtype=np.int32)])
@@ -79,6 +101,10 @@ class Devices:
         """Drop row i (its pods are gone already); later rows shift down."""
         self.free = np.delete(self.free, i, axis=0)
         self.gpus = np.delete(self.gpus, i)
+        self.island = np.delete(self.island, i, axis=0)
+        self.numa = np.delete(self.numa, i, axis=0)
+        self.topo = np.delete(self.topo, i)
+        self.any_topo = bool(self.topo.any())
         del self.models[i]
         self.tags = np.delete(self.tags, i)
         self._tag_count = np.delete(self._tag_count, i, axis=0)
@@ -90,12 +116,13 @@ class Devices:
         keeping each pod's GPUs where they still exist."""
         count = node_gpu_count(node)
         model = node_gpu_model(node) if count else ""
+        self._widen(max(count, 1))
+        self._set_topology(i, node, count)
         if count == self.gpus[i] and model == self.models[i]:
             return
         for key in list(pods):
             if key in self.held:
                 self.release(key)
-        self._widen(max(count, 1))
         free = self.free.copy()          # callers may hold the previous arrays
         free[i] = 0
         free[i, :count] = MILLI_PER_GPU
@@ -120,6 +147,18 @@ class Devices:
         if width > self.free.shape[1]:
             pad = np.zeros((self.free.shape[0], width - self.free.shape[1]), dtype=np.int64)
             self.free = np.hstack([self.free, pad])
+            self.island = np.hstack([self.island, pad - 1])
+            self.numa = np.hstack([self.numa, pad - 1])
+
+    def _set_topology(self, i: int, node: Node, count: int) -> None:
+        t = node_topology(node) if count else None
+        ok = t is not None and len(t[0]) == count
+        isl, numa, topo = self.island.copy(), self.numa.copy(), self.topo.copy()   # callers may hold them
+        isl[i], numa[i], topo[i] = -1, -1, ok
+        if t is not None and ok:
+            isl[i, :count], numa[i, :count] = t[0], t[1]
+        self.island, self.numa, self.topo = isl, numa, topo
+        self.any_topo = bool(topo.any())
 
     def _models_changed(self) -> None:
         self.model_names = sorted({m for m, g in zip(self.models, self.gpus.tolist()) if g > 0})
@@ -157,7 +196,8 @@ class Devices:
 
     def choose_best(self, i: int, k: int, milli: int, *, allow_over: bool = False) -> tuple[int, ...]:
         """The `best` rule on node i: a share to the tightest GPU that fits (lowest index on ties),
-        k whole GPUs to the lowest-indexed fully free ones. With allow_over, a pod that does not fit
+        k whole GPUs to the lowest-indexed fully free ones (on a node with GPU topology, by
+        state/gputopology.py: from one island where possible). With allow_over, a pod that does not fit
         takes the GPUs with the most free milli instead; else () when it does not fit."""
         row = self.free[i, :int(self.gpus[i])]
         if k == 1 and milli < MILLI_PER_GPU:
@@ -167,6 +207,9 @@ class Devices:
             return (int(row.argmax()),) if allow_over and row.size else ()
         full = np.flatnonzero(row == MILLI_PER_GPU)
         if full.size >= k:
+            if self.topo[i]:            # GPU links: one island where possible (state/gputopology.py)
+                g = row.size
+                return choose_linked(row, self.island[i, :g], self.numa[i, :g], k)
             return tuple(int(g) for g in full[:k])
         if not allow_over:
             return ()

@@ -17,4 +17,5 @@ ACTIONS = {
     "backfill": backfill.execute,
     "preempt": _lazy("preempt"),
     "reclaim": _lazy("reclaim"),
+    "shuffle": _lazy("shuffle"),
 }

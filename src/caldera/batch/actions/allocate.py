@@ -1,5 +1,5 @@
 """allocate: place pending tasks of admitted jobs, queue by queue, gang by gang (Volcano's
-actions/allocate, without HyperNode topology).
+actions/allocate; the HyperNode path of jobs with a hard network topology is in topology.py).
 
 Queues are taken in QueueOrder (an Overused queue is dropped for the rest of the action); one
 job per turn in JobOrder; its pending tasks in TaskOrder. Each task: Allocatable(queue, task),
@@ -12,8 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..api.fiterrors import FitErrors
+from ..api.hypernode import CLUSTER_TOP, HyperNodeInfo
 from ..api.info import PENDING
+from ..framework.hooks import NodeOrderError
 from .common import PredicateHelper, action_arg_bool, jobs_by_queue, prepredicate_errors, record_explain, select_best
+from .topology import allocate_for_job, update_decision_to_job
 
 
 def _worksheet(ssn, job):
@@ -36,6 +39,15 @@ def execute(ssn) -> None:
             continue
         job = jobs.pop()
         tasks = worksheets[job.uid]
+        if job.network_topology is not None and job.network_topology.hard()[0]:
+            stmt = allocate_for_job(ssn, job, queue, tasks, use_cache)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                update_decision_to_job(ssn, job)
+                if tasks:
+                    jobs.push(job)
+            queues.push(queue)
+            continue
         stmt = allocate_tasks(ssn, job, queue, tasks, use_cache)
         if stmt is not None and ssn.job_ready(job):
             stmt.commit()
@@ -44,10 +56,16 @@ def execute(ssn) -> None:
         queues.push(queue)
 
 
-def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
-    """allocateResourcesForTasks: pops tasks from `tasks` (in order) until the job is ready."""
+def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool, hypernode: HyperNodeInfo | None = None):
+    """allocateResourcesForTasks: pops tasks from `tasks` (in order) until the job is ready;
+    with `hypernode`, only on its nodes (Volcano's RealNodesList of the HyperNode)."""
     stmt = ssn.statement()
     ph = PredicateHelper(ssn, use_cache)
+    topo = job.network_topology is not None
+    scope = None if hypernode is None or hypernode.name == CLUSTER_TOP else hypernode.nodes
+    if scope is not None and len(scope) == 0:
+        return None
+    allocated_hn = job.subjob_allocated_hypernode if topo else ""
     while tasks:
         task = tasks.pop(0)
         if not ssn.allocatable(queue, task):
@@ -60,20 +78,24 @@ def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
             continue
         err = ssn.pre_predicate(task)
         if err:
-            fe = job.fit_errors[task.uid] = prepredicate_errors(ssn, err)
+            fe = job.fit_errors[task.uid] = prepredicate_errors(ssn, err, scope)
             record_explain(ssn, task, fe, None)
             if job.need_continue_allocating():
                 continue
             break
-        feasible, fe = _predicate_nominated(ssn, ph, task)
+        feasible, fe = _predicate_nominated(ssn, ph, task, scope)
         if len(feasible) == 0:
-            feasible, fe = ph.predicate_nodes(task)
+            feasible, fe = ph.predicate_nodes(task, scope)
         if len(feasible) == 0:
+            if fe is not None and scope is not None:
+                fe.hypernode = hypernode.name if hypernode is not None else ""
             job.fit_errors[task.uid] = fe
             record_explain(ssn, task, fe, None)
             if job.need_continue_allocating():
                 continue
             break
+        if topo:
+            task.job_allocated_hypernode = allocated_hn
         record_explain(ssn, task, fe, feasible)
         best, pipelined = prioritize(ssn, task, feasible)
         if best is None:
@@ -82,6 +104,10 @@ def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
             stmt.pipeline(task, best, False)
         else:
             stmt.allocate(task, best)
+        if topo:    # getNewAllocatedHyperNode
+            hn = ssn.hypernodes.hypernode_of_node(best)
+            if hn:
+                allocated_hn = ssn.hypernodes.lca(hn, allocated_hn) if allocated_hn else hn
         if ssn.job_ready(job):
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):
@@ -90,11 +116,14 @@ def allocate_tasks(ssn, job, queue, tasks: list, use_cache: bool):
     return None
 
 
-def _predicate_nominated(ssn, ph, task):
+def _predicate_nominated(ssn, ph, task, scope: np.ndarray | None = None):
     """A node nominated by an earlier preemption (status.nominatedNodeName) is likely the only one
-    that fits: when it exists and the task fits its FutureIdle, it is predicated alone first."""
+    that fits: when it exists and the task fits its FutureIdle, it is predicated alone first
+    (with a HyperNode `scope`, only when the node is in it)."""
     nodes = ssn.nodes
     ni = nodes.by_name.get(task.pod.nominated_node_name) if task.pod.nominated_node_name else None
+    if ni is not None and scope is not None and not np.isin(ni.i, scope):
+        ni = None
     if ni is None or not nodes.fits(task, nodes.future_idle(np.array([ni.i])))[0]:
         return np.zeros(0, dtype=np.intp), None
     feasible, fe = ph.predicate_nodes(task, np.array([ni.i]))
@@ -117,6 +146,9 @@ def prioritize(ssn, task, feasible: np.ndarray):
             continue
         if len(group) == 1:
             return int(group[0]), pipelined
-        scores = ssn.node_scores(task, group)
+        try:
+            scores = ssn.node_scores(task, group)
+        except NodeOrderError:
+            continue        # PrioritizeNodes gave no scores: no best node in this list
         return select_best(ssn, task, group, scores), pipelined
     return None, False

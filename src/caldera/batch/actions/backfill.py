@@ -4,6 +4,7 @@ predicates, without resource accounting, and bind them as soon as their job is r
 from __future__ import annotations
 
 from ..api.info import ALLOCATED, BINDING, PENDING, PIPELINED
+from ..framework.hooks import NodeOrderError
 from ..util.pqueue import PriorityQueue
 from .common import PredicateHelper, action_arg_bool, jobs_by_queue, prepredicate_errors, record_explain, select_best
 
@@ -54,7 +55,10 @@ def execute(ssn) -> None:
             continue
         best = int(feasible[0])
         if len(feasible) > 1:
-            best = select_best(ssn, task, feasible, ssn.node_scores(task, feasible))
+            try:
+                best = select_best(ssn, task, feasible, ssn.node_scores(task, feasible))
+            except NodeOrderError:
+                continue        # no scores, no node (see hooks.NodeOrderError)
         session_allocate(ssn, job, task, best)
 
 

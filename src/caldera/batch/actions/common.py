@@ -12,6 +12,7 @@ import numpy as np
 from ..api.fiterrors import ERROR, UNSCHEDULABLE, FitErrors, insufficient
 from ..api.info import PENDING, TaskInfo
 from ..api.objects import parse_go_bool
+from ..framework.hooks import NodeOrderError
 from ..util.pqueue import PriorityQueue
 
 if TYPE_CHECKING:
@@ -199,10 +200,11 @@ def action_arg_bool(ssn, action: str, key: str, default: bool) -> bool:
     return default if parsed is None else parsed
 
 
-def prepredicate_errors(ssn, err: str) -> FitErrors:
-    """A failed PrePredicate fails the task on every node with that error."""
+def prepredicate_errors(ssn, err: str, scope: np.ndarray | None = None) -> FitErrors:
+    """A failed PrePredicate fails the task on every node (of `scope`) with that error."""
     fe = FitErrors()
-    for name in ssn.nodes.names:
+    names = ssn.nodes.names
+    for name in names if scope is None else (names[i] for i in scope):
         fe.set_node(name, [(ERROR, err)])
     return fe
 
@@ -237,7 +239,11 @@ def record_explain(ssn, task: TaskInfo, fe: FitErrors | None, idx: np.ndarray | 
         entry["filtered"] = {n: ", ".join(r for _, r in st if r) or "filtered" for n, st in fe.nodes.items()}
     if idx is not None and len(idx):
         detail: dict = {}
-        total = ssn.node_scores(task, idx, detail)
+        try:
+            total = ssn.node_scores(task, idx, detail)
+        except NodeOrderError:
+            ssn.explain[task.key] = entry       # no scores (see hooks.NodeOrderError)
+            return
         names = [ssn.nodes.infos[i].name for i in idx]
         for k, n in enumerate(names):
             row = {p: _num(v[k]) for p, v in detail.items()}

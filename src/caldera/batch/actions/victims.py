@@ -17,6 +17,7 @@ import numpy as np
 from ..api.fiterrors import ERROR, UNRESOLVABLE
 from ..api.info import TaskInfo
 from ..api.resource import ZERO
+from ..framework.hooks import NodeOrderError
 from .common import num_feasible_to_find
 
 if TYPE_CHECKING:
@@ -125,7 +126,10 @@ def sorted_by_score(ssn, task: TaskInfo, feasible: np.ndarray) -> list[int]:
     """PrioritizeNodes + SortNodes: highest total score first, ties in scan order."""
     if len(feasible) == 0:
         return []
-    scores = ssn.node_scores(task, feasible)
+    try:
+        scores = ssn.node_scores(task, feasible)
+    except NodeOrderError:
+        return []           # PrioritizeNodes gave no scores: SortNodes orders no node
     order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
     return [int(feasible[k]) for k in order]
 

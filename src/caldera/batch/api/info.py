@@ -64,6 +64,7 @@ class TaskInfo:
         "fit",
         "init_resreq",
         "job",
+        "job_allocated_hypernode",
         "key",
         "last_tx",
         "name",
@@ -112,6 +113,7 @@ class TaskInfo:
         self.creation = pod.creation
         self.seq = pod.seq
         self.fit: tuple[tuple[int, float], ...] = ()   # ((column, request - 0.1), ...): the vectorised fit test
+        self.job_allocated_hypernode = ""   # JobAllocatedHyperNode: its job's HyperNode while allocate places it
 
     def __repr__(self):
         return f"Task({self.key}, {STATUS_NAMES.get(self.status)}, {self.node_name or '-'})"
@@ -138,6 +140,11 @@ class JobInfo:
         self.job_fit_errors = ""
         pre = pg.flag(PREEMPTABLE_KEY)
         self.preemptable = bool(pre)
+        # network topology (hypernode.py): the session's copy of the constraint, the HyperNode the
+        # job is allocated in, and that of its one (default) sub-job
+        self.network_topology = pg.network_topology.copy() if pg.network_topology is not None else None
+        self.allocated_hypernode = ""
+        self.subjob_allocated_hypernode = ""
 
     # task bookkeeping ---------------------------------------------------------------------
     def add_task(self, t: TaskInfo) -> None:

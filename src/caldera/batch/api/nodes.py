@@ -7,6 +7,8 @@ NodeTable (pods on nodes, for the wrapped kube plugins) is kept in step by the s
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
@@ -14,6 +16,7 @@ from ...api.objects import Node
 from ...state.nodetable import NodeTable
 from .info import PIPELINED, RELEASING, TaskInfo
 from .resource import MIN_RESOURCE, Resource, volcano_units
+from .usage import NodeUsage
 
 
 class NodeInfo:
@@ -93,6 +96,11 @@ class BatchNodes:
 
     def __len__(self):
         return len(self.infos)
+
+    @functools.cached_property
+    def usage(self) -> NodeUsage:
+        """Measured usage (caldera.dev/usage), read when a plugin first asks (usage, rescheduling)."""
+        return NodeUsage([ni.node for ni in self.infos])
 
     # tasks --------------------------------------------------------------------------------
     def vectorize(self, t: TaskInfo) -> None:

@@ -8,6 +8,7 @@ from ...api.objects import parse_time, read_meta
 from ...api.podresources import parse_resources
 from ...api.validation import already_exists
 from ...errors import InputError
+from .hypernode import parse_network_topology
 from .resource import Resource
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -88,6 +89,7 @@ class PodGroup:
         "min_task_member",
         "name",
         "namespace",
+        "network_topology",
         "phase",
         "priority_class_name",
         "queue",
@@ -119,6 +121,7 @@ class PodGroup:
         self.min_resources = _resources(spec, "minResources")
         self.queue = str(spec.get("queue") or DEFAULT_QUEUE)
         self.priority_class_name = str(spec.get("priorityClassName") or "")
+        self.network_topology = parse_network_topology(spec.get("networkTopology"))
         phase = status.get("phase") or "Pending"
         if phase not in PG_PHASES:
             raise InputError(f"status.phase: {phase!r} is not one of {', '.join(PG_PHASES)}")
@@ -139,8 +142,52 @@ class PodGroup:
         return f"PodGroup({self.key})"
 
 
+class QueueAffinity:
+    """A Queue's spec.affinity (the nodegroup plugin's input): node group names per rule, in the
+    order given. `affinity` / `anti_affinity` say whether nodeGroupAffinity /
+    nodeGroupAntiAffinity were set at all."""
+    __slots__ = ("affinity", "anti_affinity", "anti_preferred", "anti_required", "preferred", "required")
+
+    RULES = ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution")
+
+    def __init__(self, raw: object):
+        if not isinstance(raw, dict):
+            raise InputError(f"spec.affinity: must be a mapping with nodeGroupAffinity and/or nodeGroupAntiAffinity, "
+                             f"got {type(raw).__name__}")
+        unknown = sorted(str(k) for k in raw if k not in ("nodeGroupAffinity", "nodeGroupAntiAffinity"))
+        if unknown:
+            raise InputError(f"spec.affinity.{unknown[0]}: unknown field; a Queue's affinity has nodeGroupAffinity "
+                             "and nodeGroupAntiAffinity")
+        self.affinity, self.required, self.preferred = self._rule(raw, "nodeGroupAffinity")
+        self.anti_affinity, self.anti_required, self.anti_preferred = self._rule(raw, "nodeGroupAntiAffinity")
+
+    @classmethod
+    def _rule(cls, raw: dict, key: str) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        v = raw.get(key)
+        if v is None:
+            return False, (), ()
+        where = f"spec.affinity.{key}"
+        if not isinstance(v, dict):
+            raise InputError(f"{where}: must be a mapping with {cls.RULES[0]} and/or {cls.RULES[1]} (lists of "
+                             f"node group names), got {type(v).__name__}")
+        unknown = sorted(str(k) for k in v if k not in cls.RULES)
+        if unknown:
+            raise InputError(f"{where}.{unknown[0]}: unknown field; write {cls.RULES[0]} and/or {cls.RULES[1]}")
+        out: list[tuple[str, ...]] = []
+        for rule in cls.RULES:
+            names = v.get(rule)
+            if names is None:
+                out.append(())
+                continue
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise InputError(f"{where}.{rule}: must be a list of node group names (strings), got {names!r}")
+            out.append(tuple(names))
+        return True, out[0], out[1]
+
+
 class Queue:
     __slots__ = (
+        "affinity",
         "annotations",
         "capability",
         "creation",
@@ -180,6 +227,8 @@ class Queue:
             raise InputError(f"spec.reclaimable: must be true or false, got {rec!r}")
         self.reclaimable = True if rec is None else rec
         self.parent = str(spec.get("parent") or "")
+        aff = spec.get("affinity")
+        self.affinity = None if aff is None else QueueAffinity(aff)     # the nodegroup plugin's
         self.priority = _int(spec, "priority", 0, minimum=-(2 ** 31))
         state = status.get("state") or "Open"
         if state not in QUEUE_STATES:

@@ -15,8 +15,10 @@ from ...api.objects import Pod, PriorityClass
 from ...api.pdb import PodDisruptionBudget
 from ...api.resourcequota import ResourceQuota
 from ...errors import InputError
+from ..api.hypernode import HyperNodes, build_hypernodes
 from ..api.info import COMPLETED_STATUS, PENDING, JobInfo, QueueInfo, TaskInfo
 from ..api.nodes import BatchNodes
+from ..api.numatopology import NumatopoInfo, numa_objects
 from ..api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup, Queue, check_unique
 from ..api.resource import Resource
 
@@ -38,6 +40,8 @@ class Snapshot:
         # namespace -> quota name -> ResourceQuota (api.NamespaceInfo.QuotaStatus; only namespaces
         # with a quota have an entry)
         self.namespace_info: dict[str, dict[str, ResourceQuota]] = {}
+        self.hypernodes: HyperNodes | None = None     # the HyperNode tree over `nodes` (api/hypernode.py)
+        self.numa_info: dict[str, NumatopoInfo] = {}  # node -> its Numatopology (api/numatopology.py)
 
 
 def volcano_objects(cluster: Cluster) -> tuple[list[PodGroup], list[Queue], list[Pod]]:
@@ -170,6 +174,9 @@ def build_snapshot(cluster: Cluster, scheduler_name: str = VOLCANO_SCHEDULER,
             snap.warnings.append(f"PodGroup {job.uid}: queue {job.queue!r} not found; its pods are not scheduled")
 
     snap.nodes = nodes = BatchNodes(cluster.nodes, dims)
+    snap.numa_info, numa_warnings = numa_objects(cluster, set(nodes.by_name))
+    snap.warnings += numa_warnings
+    snap.hypernodes = build_hypernodes([(src, d) for src, d in cluster.other if d.get("kind") == "HyperNode"], nodes)
     for job in snap.jobs.values():
         for t in job.tasks.values():
             nodes.vectorize(t)

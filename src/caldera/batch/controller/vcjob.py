@@ -31,7 +31,7 @@ extended resources both as requests.<name> and <name>. Quantities are exact deci
 
 Ignored: policies and plugins (the job's lifecycle, not placement), job volumes (PVC mounts with
 random names), maxRetry/ttl, dependsOn (pods are created all at once), queue forwarding,
-pod-level spec.resources in minResources, networkTopology/partition subgroup policies on the
+pod-level spec.resources in minResources, partition subgroup policies (and their networkTopology) on the
 PodGroup (the partition-id pod label is set). In a cluster the controller creates pods only once
 the PodGroup has left Pending (enqueue); here they are produced up front, status Pending, unbound.
 """
@@ -265,6 +265,16 @@ def expand_job(raw: dict, priority_classes: Mapping[str, int] | None = None, *,
                "queue": queue, "minResources": _min_resources(tasks, job_min)}
     if job_pc:
         pg_spec["priorityClassName"] = job_pc
+    nt = spec.get("networkTopology")
+    if isinstance(nt, dict):        # createOrUpdatePodGroup: mode, then highestTierAllowed else highestTierName
+        pg_nt: dict[str, Any] = {"mode": nt.get("mode") or "hard"}
+        if nt.get("highestTierAllowed") is not None:
+            pg_nt["highestTierAllowed"] = nt["highestTierAllowed"]
+        elif nt.get("highestTierName"):
+            pg_nt["highestTierName"] = nt["highestTierName"]
+        pg_spec["networkTopology"] = pg_nt
+    elif nt is not None:
+        raise InputError("spec.networkTopology: must be a mapping with mode and highestTierAllowed")
     podgroup = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": pg_meta,
                 "spec": pg_spec, "status": {"phase": "Pending"}}
 

@@ -77,10 +77,27 @@ class PredicateFn(Protocol):
 NodeOrderFn: TypeAlias = Callable[[TaskInfo, NodeRows, dict[str, Any] | None], npt.NDArray[Any] | None]
 """node_order, batch_node_order(task, idx, detail) -> a score per entry of idx (None: no opinion).
 Scores of all plugins are summed; with `detail` (explain), a plugin may store sub-scores in it."""
+class NodeOrderError(Exception):
+    """A batch_node_order function failed (BatchNodeOrderFn's error): as Volcano's PrioritizeNodes,
+    the session then scores none of the candidate nodes, and the action finds no best node among
+    them (allocate tries its next candidate list; preempt and reclaim order no node; backfill skips
+    the task, where Volcano's dereferences the missing node)."""
+
+
 BestNodeFn: TypeAlias = Callable[[TaskInfo, NodeRows, npt.NDArray[Any]], int | None]
 """best_node(task, idx, scores): the chosen node row, or None to leave it to the next plugin."""
 VictimTasksFn: TypeAlias = Callable[[list[TaskInfo]], list[TaskInfo]]
-"""victim_tasks: accepted for Volcano's VictimTasksFn; no action here dispatches it."""
+"""victim_tasks(running tasks) -> the tasks to evict (VictimTasksFn; rescheduling registers it,
+the shuffle action dispatches it through Session.victim_tasks)."""
+
+# ---- network topology (HyperNodes) ----------------------------------------------------------------
+HyperNodeOrderFn: TypeAlias = Callable[[JobInfo, list[str]], dict[str, float]]
+"""hypernode_order(job, HyperNode names) -> a score per HyperNode (HyperNodeOrderFn; the job
+stands for its one sub-job). Scores of all plugins are summed."""
+HyperNodeGradientFn: TypeAlias = Callable[[JobInfo, Any, str, bool], list[list[Any]]]
+"""hypernode_gradient(job, HyperNodeInfo, purpose "allocate" | "evict", sub_job) -> gradients of
+HyperNodeInfo to try in order: HyperNodeGradientForJobFn, or with sub_job HyperNodeGradientForSubJobFn
+(for the job's one sub-job). The first enabled plugin with one decides."""
 
 # ---- events --------------------------------------------------------------------------------------
 TaskEventFn: TypeAlias = Callable[[TaskInfo], None]
@@ -90,5 +107,5 @@ session (Statement operations, including their rollback)."""
 Hook = Literal["job_order", "queue_order", "victim_queue_order", "task_order", "predicate", "pre_predicate",
                "node_order", "batch_node_order", "best_node", "job_ready", "job_pipelined", "job_starving",
                "job_valid", "job_enqueueable", "job_enqueued", "overused", "allocatable", "preemptive",
-               "preemptable", "reclaimable", "victim_tasks"]
+               "preemptable", "reclaimable", "victim_tasks", "hypernode_order", "hypernode_gradient"]
 """The hook names of Session.add (the keys of session.HOOK_FLAGS)."""

@@ -23,6 +23,8 @@ from .statement import Statement
 if TYPE_CHECKING:
     from ...api.pdb import PodDisruptionBudget
     from ...api.resourcequota import ResourceQuota
+    from ..api.hypernode import HyperNodeInfo, HyperNodes
+    from ..api.numatopology import NumatopoInfo
     from ..api.objects import PodGroup
     from . import hooks
 
@@ -35,6 +37,7 @@ HOOK_FLAGS = {
     "job_valid": None, "job_enqueueable": "job_enqueued", "job_enqueued": "job_enqueued",
     "overused": "overused", "allocatable": "allocatable", "preemptive": "preemptive",
     "preemptable": "preemptable", "reclaimable": "reclaimable", "victim_tasks": "victim",
+    "hypernode_order": "hypernode_order", "hypernode_gradient": "hypernode_gradient",
 }
 
 
@@ -43,7 +46,11 @@ class Session:
     podgroups: dict[str, PodGroup]
     pdbs: list[PodDisruptionBudget]   # PodDisruptionBudgets (the pdb plugin's lister)
     namespace_info: dict[str, dict[str, ResourceQuota]]   # ns -> quota name -> quota (NamespaceInfo)
+    numa_info: dict[str, NumatopoInfo]   # node name -> its Numatopology (the numa-aware plugin)
     rr_start: int                     # where the next round-robin scan over the nodes starts
+    hypernodes: HyperNodes            # the HyperNode tree, cluster top included (api/hypernode.py)
+    hypernode_decisions: dict[str, tuple[str, str]]   # job uid -> (HyperNode, sub-job's) of allocate's last choice
+    hypernode_explain: dict[str, list[dict[str, Any]]]   # job uid -> HyperNodes tried (--explain)
     timings: dict[str, float]         # action -> milliseconds
     elapsed: float                    # seconds, open to close
 
@@ -146,6 +153,10 @@ class Session:
     def add(self, hook: Literal["preemptable", "reclaimable"], plugin: str, fn: hooks.VictimsFn) -> None: ...
     @overload
     def add(self, hook: Literal["victim_tasks"], plugin: str, fn: hooks.VictimTasksFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["hypernode_order"], plugin: str, fn: hooks.HyperNodeOrderFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["hypernode_gradient"], plugin: str, fn: hooks.HyperNodeGradientFn) -> None: ...
 
     def add(self, hook: hooks.Hook, plugin: str, fn: Any) -> None:
         self.fns[hook][plugin] = fn
@@ -332,6 +343,21 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo] | None:
         return self._victims("reclaimable", reclaimer, reclaimees)
 
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        """VictimTasks: the union of the victims of every enabled plugin of a tier; the first tier
+        with any decides. (Volcano returns a set, a Go map; here the order found, no duplicates.)"""
+        out: list[TaskInfo] = []
+        seen: set[str] = set()
+        for tier in self._tiers("victim_tasks"):
+            for _, fn in tier:
+                for t in fn(tasks):
+                    if t.key not in seen:
+                        seen.add(t.key)
+                        out.append(t)
+            if out:
+                return out
+        return out
+
     # predicates and scores ------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> str | None:
         for fn in self._fns("pre_predicate"):
@@ -373,6 +399,29 @@ class Session:
                     detail[opt.name] = s if prev is None else prev + s
                     for k, v in sub.items():
                         detail[k] = v
+        return total
+
+    # network topology ---------------------------------------------------------------------
+    def hypernode_gradient(self, job: JobInfo, hn: HyperNodeInfo, purpose: str,
+                           sub_job: bool = False) -> list[list[HyperNodeInfo]]:
+        """HyperNodeGradientForJobFn, or ForSubJobFn for the job's one sub-job: the first enabled
+        plugin's gradients of HyperNodes under `hn` to try, in order; without one, [[hn]]."""
+        for _, _, fn in self._each("hypernode_gradient"):
+            return fn(job, hn, purpose, sub_job)
+        return [[hn]]
+
+    def hypernode_scores(self, job: JobInfo, names: list[str],
+                         detail: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
+        """HyperNodeOrderMapFn + PrioritizeHyperNodes: each HyperNode's score summed over plugins
+        (0 without one); with `detail`, each plugin's scores under its name."""
+        total = dict.fromkeys(names, 0.0)
+        for _, opt, fn in self._each("hypernode_order"):
+            got = fn(job, names)
+            if detail is not None:
+                detail[opt.name] = got
+            for n, v in got.items():
+                if n in total:
+                    total[n] += v
         return total
 
     def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray):

@@ -24,7 +24,17 @@ PLUGINS = {
     "pdb": "pdb:PdbPlugin",
     "sla": "sla:SlaPlugin",
     "resourcequota": "resourcequota:ResourceQuotaPlugin",
+    "extender": "extender:ExtenderPlugin",
+    "usage": "usage:UsagePlugin",
+    "resource-strategy-fit": "resourcestrategyfit:ResourceStrategyFitPlugin",
+    "rescheduling": "rescheduling:ReschedulingPlugin",
+    "tdm": "tdm:TdmPlugin",
+    "cdp": "cdp:CdpPlugin",
+    "nodegroup": "nodegroup:NodeGroupPlugin",
+    "task-topology": "tasktopology:TaskTopologyPlugin",
+    "network-topology-aware": "networktopologyaware:NetworkTopologyAwarePlugin",
     "gpupolicy": "gpupolicy:GpuPolicyPlugin",          # Caldera's own: the FGD paper's GPU policies
+    "numa-aware": "numaaware:NumaAwarePlugin",
 }
 
 

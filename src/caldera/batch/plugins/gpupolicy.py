@@ -2,13 +2,13 @@
 own plugin; docs/gpu.md, "From a Volcano tier").
 
 The six kube score plugins of caldera.plugins.gpu (FGD, BestFit, GpuPacking, GpuClustering,
-DotProd, Random) wrapped the way nodeorder wraps kube's score plugins (kube.score): a
-BatchNodeOrderFn over the candidate nodes that runs each enabled plugin's PreScore (Skip: it adds
-nothing), Score and NormalizeScore (BestFit's min-max over the candidates) on the session's core
-NodeTable, multiplied by its weight, summed. A plugin whose score is invalid adds nothing, as in
-nodeorder. So each policy's 0-100 score of a node is the kube profile's for the same nodes and pods;
-with --explain each is reported under the kube plugin's name and the weighted sum under
-"gpupolicy".
+DotProd, Random) and GPUTopology (GPU links) wrapped the way nodeorder wraps kube's score plugins
+(kube.score): a BatchNodeOrderFn over the candidate nodes that runs each enabled plugin's
+PreScore (Skip: it adds nothing), Score and NormalizeScore (BestFit's min-max over the
+candidates) on the session's core NodeTable, multiplied by its weight, summed. A plugin whose
+score is invalid adds nothing, as in nodeorder. So each policy's 0-100 score of a node is the
+kube profile's for the same nodes and pods; with --explain each is reported under the kube
+plugin's name and the weighted sum under "gpupolicy".
 
 Arguments (integers >= 0, nodeorder-style; a policy with weight 0 is not built):
   fgd.weight            FGD
@@ -17,11 +17,12 @@ Arguments (integers >= 0, nodeorder-style; a policy with weight 0 is not built):
   gpuclustering.weight  GpuClustering
   dotprod.weight        DotProd
   random.weight         Random
+  gputopology.weight    GPUTopology (GPU links: pods asking whole GPUs, by the nodes' islands)
   fgd.workload          FGD's target workload: a YAML/JSON file (path relative to the working
                         directory), the format of FGD's args.workload (plugins/gpu/workload.py);
                         without it, learned from the session's pods (pending tasks and pods on
                         nodes), as the kube plugin learns it from the input's pods
-Defaults: every weight 0, except that a gpupolicy entry that sets none of the six weights scores
+Defaults: every weight 0, except that a gpupolicy entry that sets none of the weights scores
 with FGD alone, weight 1 (enabling the plugin means "place by FGD"). Once any weight is set the
 others default to 0.
 
@@ -70,17 +71,18 @@ WEIGHTS: tuple[tuple[str, str], ...] = (
     ("gpuclustering.weight", "GpuClustering"),
     ("dotprod.weight", "DotProd"),
     ("random.weight", "Random"),
+    ("gputopology.weight", "GPUTopology"),     # GPU links (docs/gpu.md): whole GPUs from one island
 )
 FGD_WEIGHT = "fgd.weight"
 RANDOM_WEIGHT = "random.weight"
 WORKLOAD = "fgd.workload"
-DEFAULT_FGD_WEIGHT = 1          # when the entry sets none of the six weights
+DEFAULT_FGD_WEIGHT = 1          # when the entry sets none of the weights
 
 _WORKLOADS: dict[tuple[str, int, int], Distribution] = {}   # (path, mtime_ns, size) -> distribution
 
 
 def default_weights(arguments: Mapping[str, Any]) -> bool:
-    """Does the entry set none of the six weights (so FGD scores alone, weight 1)?"""
+    """Does the entry set none of the weights (so FGD scores alone, weight 1)?"""
     return not any(arg in arguments for arg, _ in WEIGHTS)
 
 

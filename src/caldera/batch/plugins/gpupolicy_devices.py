@@ -14,7 +14,8 @@ as kube's scheduler does for a pod it assumes (devices.py `fresh`, then GPUDevic
   the best FGD score, lowest index on ties) when gpupolicy scores with fgd.weight > 0, else
   Random's (drawn uniformly from the GPUs that fit) when it does with random.weight > 0, else
   `best` (the tightest GPU that fits, lowest index on ties);
-- k whole GPUs: the lowest-indexed fully free ones.
+- k whole GPUs: the lowest-indexed fully free ones (on a node with GPU links, one island where
+  possible: state/gputopology.py).
 
 One handler per session, whichever of predicates (wrapping GPUDevices) and gpupolicy attaches it
 first. A task that is put back by an undone eviction (status Running) keeps its GPUs.

@@ -183,6 +183,11 @@ class DefaultPreemption(Plugin):
             # kube returns a result with an empty nominated node: the pod loses its nomination
             self._clear_nomination(pod)
             return None, Status.unschedulable(fit_error_message(n, statuses))
+        call_extenders = getattr(self.handle, "call_extenders", None)    # extenders with a preemptVerb
+        if call_extenders is not None:
+            candidates, err = call_extenders(pod, candidates)
+            if err is not None:
+                return None, Status.error(err)
 
         best = select_candidate(candidates)
         if best is None or not best.name:

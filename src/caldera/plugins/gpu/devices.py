@@ -8,7 +8,8 @@ too few GPUs in all (no preemption can help), else Unschedulable. Pods without G
 skipped at PreFilter, so for them the plugin neither runs nor rejects anything.
 
 Reserve: when the scheduler assumes the pod, the table gives it GPUs by the default rule (`best`:
-the tightest GPU that fits a share; the lowest-indexed fully free GPUs for whole ones). If the
+the tightest GPU that fits a share; the lowest-indexed fully free GPUs for whole ones, or, on a
+node with GPU links, those of one island where possible: state/gputopology.py). If the
 profile scores with FGD, a share moves to the GPU FGD chose for it; else with Random, to a GPU
 drawn uniformly from those that fit. Unreserve has nothing to undo: taking the assumed pod off the
 node gives its GPUs back.
@@ -94,7 +95,7 @@ class GPUDevices(Plugin):
     def reserve(self, state, pod, node_name):
         k, milli = pod_gpu_demand(pod)
         if not (k == 1 and milli < MILLI_PER_GPU):
-            return None           # whole GPUs: the lowest-indexed fully free ones under every rule
+            return None           # whole GPUs: the table's choice under every rule (one island where possible)
         rule = selection_plugin(self.handle)
         if rule is None:
             return None           # `best`: the table gave the share that GPU when the pod was assumed
