@@ -106,6 +106,33 @@ class BatchPlugin:
         raise self._bad(key, "true or false", v)
 
 
+
+class ListedResources:
+    """For plugins whose arguments list extra resources, `<RESOURCES>: "a, b"`, each with a
+    weight `<RESOURCES>.<name>` (binpack, network-topology-aware): the per-resource keys the
+    plugin reads and the hint for one the list leaves out."""
+    RESOURCES: ClassVar[str] = ""
+    ARGUMENTS: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def listed_resources(cls, arguments: Mapping[str, Any]) -> list[str]:
+        """The names `<RESOURCES>` lists (as Volcano: a non-string value lists none)."""
+        names = arguments.get(cls.RESOURCES)
+        if not isinstance(names, str):
+            return []
+        return [n.strip() for n in names.split(",") if n.strip()]
+
+    @classmethod
+    def arguments_read(cls, arguments: Mapping[str, Any]) -> frozenset[str]:
+        return cls.ARGUMENTS | {f"{cls.RESOURCES}.{n}" for n in cls.listed_resources(arguments)}
+
+    @classmethod
+    def unread_hint(cls, key: str, arguments: Mapping[str, Any]) -> str | None:
+        prefix = cls.RESOURCES + "."
+        if key.startswith(prefix):
+            return f'{cls.RESOURCES} does not list "{key[len(prefix):]}"'
+        return None
+
 class Predicate:
     """A vectorised predicate: `mask(task, idx) -> bool array over idx` (None: all pass) and
     `reason(task, i) -> [(code, reason)]` for one node that failed (hooks.PredicateFn)."""

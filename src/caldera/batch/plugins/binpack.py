@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE
-from .base import BatchPlugin
+from .base import BatchPlugin, ListedResources
 from .kube import RowCaches
 
 if TYPE_CHECKING:
@@ -30,27 +30,10 @@ WEIGHT, CPU, MEMORY, RESOURCES = "binpack.weight", "binpack.cpu", "binpack.memor
 PREFIX = RESOURCES + "."
 
 
-def _resource_names(arguments) -> list[str]:
-    """The extra resources binpack.resources lists (Volcano: a non-string value lists none)."""
-    names = arguments.get(RESOURCES)
-    if not isinstance(names, str):
-        return []
-    return [n.strip() for n in names.split(",") if n.strip()]
-
-
-class BinpackPlugin(BatchPlugin):
+class BinpackPlugin(ListedResources, BatchPlugin):
     name = "binpack"
     ARGUMENTS = frozenset({WEIGHT, CPU, MEMORY, RESOURCES})
-
-    @classmethod
-    def arguments_read(cls, arguments):
-        return cls.ARGUMENTS | {PREFIX + n for n in _resource_names(arguments)}
-
-    @classmethod
-    def unread_hint(cls, key, arguments):
-        if key.startswith(PREFIX):
-            return f'{RESOURCES} does not list "{key[len(PREFIX):]}"'
-        return None
+    RESOURCES = RESOURCES
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)
@@ -58,7 +41,7 @@ class BinpackPlugin(BatchPlugin):
         cpu = self.arg_int(CPU, 1)
         mem = self.arg_int(MEMORY, 1)
         res: dict[str, int] = {}
-        for n in _resource_names(self.args):
+        for n in self.listed_resources(self.args):
             w = self.arg_int(PREFIX + n, 1)
             res[n] = 1 if w < 0 else w
         res["cpu"] = 1 if cpu < 0 else cpu

@@ -44,7 +44,7 @@ from ...framework.interface import MAX_NODE_SCORE
 from ..api.hypernode import HyperNodeInfo, HyperNodes
 from ..api.info import PENDING
 from ..api.resource import Resource
-from .base import BatchPlugin
+from .base import BatchPlugin, ListedResources
 
 if TYPE_CHECKING:
     from ..api.info import JobInfo, TaskInfo
@@ -57,13 +57,6 @@ PREFIX = RESOURCES + "."
 NORMAL_ENABLE, NORMAL_FADING = "hypernode.binpack.normal-pod.enable", "hypernode.binpack.normal-pod.fading"
 EVICT_MAX = "hypernode.gradient.evict.max-hypernodes"
 ALLOCATE, EVICT = "allocate", "evict"
-
-
-def _resource_names(arguments) -> list[str]:
-    names = arguments.get(RESOURCES)
-    if not isinstance(names, str):
-        return []
-    return [n.strip() for n in names.split(",") if n.strip()]
 
 
 def go_pow(x: float, y: float) -> float:
@@ -103,19 +96,10 @@ def search_root(hns: HyperNodes, available: HyperNodeInfo, highest: int, allocat
     return None
 
 
-class NetworkTopologyAwarePlugin(BatchPlugin):
+class NetworkTopologyAwarePlugin(ListedResources, BatchPlugin):
     name = "network-topology-aware"
     ARGUMENTS = frozenset({WEIGHT, CPU, MEMORY, RESOURCES, NORMAL_ENABLE, NORMAL_FADING, EVICT_MAX})
-
-    @classmethod
-    def arguments_read(cls, arguments):
-        return cls.ARGUMENTS | {PREFIX + n for n in _resource_names(arguments)}
-
-    @classmethod
-    def unread_hint(cls, key, arguments):
-        if key.startswith(PREFIX):
-            return f'{RESOURCES} does not list "{key[len(PREFIX):]}"'
-        return None
+    RESOURCES = RESOURCES
 
     def __init__(self, arguments=None, source="volcano conf"):
         super().__init__(arguments, source)
@@ -123,7 +107,7 @@ class NetworkTopologyAwarePlugin(BatchPlugin):
         self.weight = 1 if w < 0 else w
         cpu, mem = self.arg_int(CPU, 1), self.arg_int(MEMORY, 1)
         res: dict[str, int] = {"cpu": 1 if cpu < 0 else cpu, "memory": 1 if mem < 0 else mem}
-        for n in _resource_names(self.args):
+        for n in self.listed_resources(self.args):
             if n in ("cpu", "memory"):
                 continue      # getBinPackWeight answers cpu and memory from their own keys
             v = self.arg_int(PREFIX + n, 1)
