@@ -198,3 +198,49 @@ def test_a_volcano_session_records_plugin_latencies_and_unready_tasks():
                  {"plugin": "gang", "OnSession": "OnSessionOpen"}) == 1
     assert value(m, "volcano_plugin_scheduling_latency_milliseconds_count",
                  {"plugin": "proportion", "OnSession": "OnSessionClose"}) == 1
+
+
+def test_a_volcano_session_runs_on_the_wall_clock(monkeypatch):
+    """`caldera run`'s sessions take Volcano's time.Now(): a PodGroup created a minute before the
+    loop runs has waited a minute (sla, tdm, cdp and rescheduling read Session.now). Without it
+    the session's time would be the newest creationTimestamp of its objects."""
+    import time as _time
+
+    import yaml
+
+    from caldera.batch import runner
+    from caldera.batch.actions import ACTIONS
+    from caldera.batch.conf import parse_volcano_conf
+    from caldera.batch.plugins import PLUGINS
+    from caldera.live.loop import BatchLoop
+
+    conf = parse_volcano_conf(yaml.safe_load('actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n'),
+                              "t.conf", ACTIONS, PLUGINS)
+    cache = ClusterCache(["volcano"])
+    seen = []
+    real = runner.open_snapshot
+
+    def spy(*a, **kw):
+        ssn = real(*a, **kw)
+        seen.append(ssn.now)
+        return ssn
+    monkeypatch.setattr(runner, "open_snapshot", spy)
+
+    class Binder:
+        in_flight: ClassVar[set] = set()
+
+        def __init__(self, **kw):
+            pass
+
+        def shutdown(self, timeout=0):
+            pass
+
+    loop = BatchLoop(conf, cache, binder_factory=lambda **kw: Binder(**kw), status=FakeStatus())
+    cache.on_node_add(node("n0", cpu="4"))
+    created = _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(_time.time() - 60))
+    cache.on_podgroup({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                       "metadata": {"name": "g", "namespace": "default", "creationTimestamp": created},
+                       "spec": {"minMember": 1}, "status": {"phase": "Pending"}})
+    before = _time.time()
+    loop.run_once()
+    assert seen and before <= seen[0] <= _time.time()

@@ -319,7 +319,9 @@ class BatchLoop(_Loop):
         from ..batch.runner import run_session
         t0 = time.perf_counter()
         start_ns = time.time_ns()
-        res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name)
+        # the session's time is the wall clock, as Volcano's time.Now() (sla, tdm, cdp, rescheduling)
+        res = run_session(self.snapshot(), self.conf, seed=self.seed, scheduler_name=self.scheduler_name,
+                          now=time.time())
         if self.stopping.is_set():
             # stop() came during the session: its binder and status writer may be shut down
             # already; nothing of this session was written, so drop it as if it had not run
