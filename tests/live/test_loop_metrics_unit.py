@@ -198,6 +198,12 @@ def test_a_volcano_session_records_plugin_latencies_and_unready_tasks():
                  {"plugin": "gang", "OnSession": "OnSessionOpen"}) == 1
     assert value(m, "volcano_plugin_scheduling_latency_milliseconds_count",
                  {"plugin": "proportion", "OnSession": "OnSessionClose"}) == 1
+    # the job is deleted: its series goes, as Volcano's DeleteJobMetrics drops it
+    for i in range(3):
+        cache.on_pod_delete(cache.pods[f"default/big-{i}"].raw)
+    cache.on_podgroup(cache.podgroups["default/big"], deleted=True)
+    loop.run_once()
+    assert m.registry.get_sample_value("volcano_unschedule_task_count", {"job_id": "big"}) is None
 
 
 def test_a_volcano_session_runs_on_the_wall_clock(monkeypatch):

@@ -275,6 +275,7 @@ class BatchLoop(_Loop):
         self._pg_status: dict[str, tuple] = {}     # PodGroup -> last status written
         self._pod_msgs: dict[str, str] = {}        # pod -> last unschedulable message written
         self._pg_events: dict[str, list] = {}      # PodGroup -> the session events last written for it
+        self._job_series: set[str] = set()         # jobs with a volcano_unschedule_task_count series
 
     def snapshot(self):
         """The cache as a Cluster for one session: pods with a bind in flight count as bound."""
@@ -385,5 +386,9 @@ class BatchLoop(_Loop):
             m.unschedule_jobs(len(ssn.unschedulable_jobs))
             for job_name, n in ssn.unready_tasks.items():
                 m.unschedule_tasks(job_name, n)
+            gone = self._job_series - ssn.unready_tasks.keys()
+            if gone:
+                m.forget_jobs(gone)
+            self._job_series = set(ssn.unready_tasks)
             for plugin, on_session, ms in ssn.plugin_timings:
                 m.session_plugin(plugin, on_session, ms)

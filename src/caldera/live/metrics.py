@@ -245,6 +245,14 @@ class SchedulerMetrics:
         """Unready tasks of one job (gang's OnSessionClose: minAvailable - ready, 0 once ready)."""
         self.v_unschedule_tasks.labels(job_id=job_id).set(n)
 
+    def forget_jobs(self, job_ids) -> None:
+        """Drop the series of jobs that are gone (Volcano's DeleteJobMetrics when a job is deleted)."""
+        for job_id in job_ids:
+            try:
+                self.v_unschedule_tasks.remove(job_id)
+            except KeyError:
+                pass
+
     def unschedule_jobs(self, n: int) -> None:
         self.v_unschedule_jobs.set(n)
 
