@@ -135,6 +135,7 @@ class KubeLoop(_Loop):
         self._current = None
         self.cycles = 0
         self.pending_writes: dict = {}
+        self._prune_writes_at = 256
         self.status_wait = 30.0     # s the next attempt of a pod waits for its last status write
 
     # ---- engine callbacks ---------------------------------------------------------------
@@ -251,8 +252,11 @@ class KubeLoop(_Loop):
                 self.metrics.preemption(len(att.evictions))
         if not att.scheduled:
             self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
-            if len(self.pending_writes) > 4096:       # pods deleted before a retry: drop finished writes
+            if len(self.pending_writes) > self._prune_writes_at:
+                # pods deleted before a retry: drop finished writes (each holds its pod), and scan
+                # again only once as many more have come as are still unfinished
                 self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
+                self._prune_writes_at = max(256, 2 * len(self.pending_writes))
 
 
     def _post_filters(self, profile: str) -> list[str]:

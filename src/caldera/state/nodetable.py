@@ -40,6 +40,9 @@ CPU, MEM, EPH, PODS = 0, 1, 2, 3
 LABELS, TAINTS, ALLOCATABLE, UNSCHEDULABLE, IMAGES = 1, 2, 4, 8, 16
 ALL_ASPECTS = LABELS | TAINTS | ALLOCATABLE | UNSCHEDULABLE | IMAGES
 NODE_LOG_MAX = 4096      # node journal entries kept; readers further behind rebuild
+# pod journal entries kept: each holds its Pod (and so the manifest) alive, so the bound is what a
+# long run keeps of pods already gone; readers further behind rebuild from `pods`
+JOURNAL_MAX = 4096
 REBUILD_ROWS = 64        # more changed rows than this (and than N/16): derived values are rebuilt
 
 T = TypeVar("T")
@@ -329,7 +332,7 @@ class NodeTable:
     def _log_pod(self, pod: Pod, i: int, delta: int) -> None:
         log = self.pod_log
         log.append((pod, i, delta))
-        if len(log) > 65536:   # bounded: readers further behind than this rebuild from scratch
+        if len(log) > JOURNAL_MAX:   # bounded: readers further behind than this rebuild from scratch
             self.pod_log_base += len(log)
             log.clear()
 
