@@ -227,3 +227,11 @@ def test_one_session_per_tick():
     ticks = got["ticks"]
     assert len(ticks) == len(set(ticks)) and all(t == int(t) for t in ticks)
     assert got["evictions"].count("preempt") > 0
+
+
+def test_a_resubmitted_pod_gets_a_new_implicit_group():
+    """Found by the property test: a pod evicted and resubmitted is created again (simulate's
+    clock stamps it anew), and so is the PodGroup Volcano's controller makes for it; the kept
+    snapshot kept the old group, created earlier, and ordered the job differently from a rebuilt
+    one (one attempt more for t/p18, one fewer for t/p19)."""
+    assert_same(random_spec(random.Random(2321), pods=23, nodes=4), CONFS["preempt"])

@@ -211,7 +211,8 @@ class KeptSnapshot:
                     job_key = k
             else:
                 job_key = implicit_group_key(p)
-                if job_key not in snap.podgroups:
+                pg = snap.podgroups.get(job_key)
+                if pg is None or pg.creation != p.creation:     # (a pod resubmitted: its group is new)
                     snap.podgroups[job_key] = implicit_podgroup(p)
         ni = None
         if p.node_name and not p.finished:
