@@ -46,7 +46,8 @@ def test_unschedulable_churn_pod_fails_with_kube_message():
     pod = sp.make_pods(sp.Pods(1, w.churn, "churn-0"), 1, 0)[0]
     att = sp.place(sched, pod)
     assert not att.scheduled and not att.nominated
-    assert att.message == ("0/100 nodes are available: 100 Insufficient cpu. preemption: 0/100 nodes are "
+    assert att.message == ("0/100 nodes are available: 100 Insufficient cpu. no new claims to deallocate, "
+                           "preemption: 0/100 nodes are "
                            "available: 100 Preemption is not helpful for scheduling.")
 
 

@@ -78,11 +78,11 @@ def test_stdin_and_list(tmp_path):
 
 
 def test_unknown_kind_warns(tmp_path):
-    svc = "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+    svc = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n"
     p = run("schedule", "-f", write(tmp_path, NODE + svc), "-o", "json")
     assert p.returncode == 0
-    assert "ignored 1 object: 1 Service (kind not used by the scheduler)" in p.stderr
-    assert json.loads(p.stdout)["ignored"][0]["reason"] == "kind Service is not used by the scheduler"
+    assert "ignored 1 object: 1 ConfigMap (kind not used by the scheduler)" in p.stderr
+    assert json.loads(p.stdout)["ignored"][0]["reason"] == "kind ConfigMap is not used by the scheduler"
 
 
 @pytest.mark.parametrize("text,needles", [
@@ -113,7 +113,7 @@ def test_explain_has_scores_and_reasons():
     ex = json.loads(p.stdout)["explain"]
     web = ex["shop/web-0"]
     assert web["filtered"]["node-c"] == "node(s) were unschedulable"
-    assert web["filtered"]["gpu-1"] == "node(s) had untolerated taint {dedicated: gpu}"
+    assert web["filtered"]["gpu-1"] == "node(s) had untolerated taint(s)"
     for row in web["scores"].values():
         assert 0 <= row["TaintToleration"] <= 100 and "total" in row
 
@@ -134,9 +134,9 @@ def test_example_cluster_outcome():
     assert out["evictions"] == [{"pod": "shop/cache-0", "reason": "preempted by shop/api-0 on node-b"}]
     msgs = {u["pod"]: u["message"] for u in out["unschedulable"]}
     assert msgs["shop/report-0"] == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were "
-        "unschedulable, 2 Insufficient cpu. preemption: 0/4 nodes are available: 1 No preemption victims "
-        "found for incoming pod, 3 Preemption is not helpful for scheduling.")
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were "
+        "unschedulable, 2 Insufficient cpu. no new claims to deallocate, preemption: 0/4 nodes are available: "
+        "1 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling.")
 
 
 def test_gated_pod_is_reported_not_scheduled(tmp_path):

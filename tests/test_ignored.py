@@ -125,24 +125,23 @@ metadata: {name: shop}
 def test_unused_kinds_are_listed_with_one_summary_line(tmp_path):
     f = write(tmp_path, NODE + OTHER_KINDS)
     r = schedule("-f", f, "-o", "json")
+    # Services and Namespaces are read (PodTopologySpread's default selector, InterPodAffinity)
     assert out_of(r)["ignored"] == [
-        {"kind": "Service", "name": "shop/web", "source": f, "reason": "kind Service is not used by the scheduler"},
         {"kind": "ConfigMap", "name": "default/settings", "source": f,
          "reason": "kind ConfigMap is not used by the scheduler"},
         {"kind": "Deployment", "name": "shop/web", "source": f,
          "reason": "kind Deployment is not used by the scheduler"},
-        {"kind": "Namespace", "name": "shop", "source": f, "reason": "kind Namespace is not used by the scheduler"},
     ]
     assert warnings(r) == [
-        "caldera: warning: ignored 4 objects: 1 Service, 1 ConfigMap, 1 Deployment, 1 Namespace "
+        "caldera: warning: ignored 2 objects: 1 ConfigMap, 1 Deployment "
         "(kind not used by the scheduler) (listed under \"ignored\")"]
 
 
 def test_many_objects_are_one_line_and_the_table_points_to_json(tmp_path):
-    svcs = "".join(f"---\napiVersion: v1\nkind: Service\nmetadata: {{name: s{i}}}\n" for i in range(120))
+    svcs = "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: s{i}}}\n" for i in range(120))
     f = write(tmp_path, NODE + svcs + pod("x", scheduler="volcano") + pod("y", scheduler="volcano"))
     r = schedule("-f", f)
-    assert warnings(r) == ["caldera: warning: ignored 122 objects: 120 Service (kind not used by the scheduler); "
+    assert warnings(r) == ["caldera: warning: ignored 122 objects: 120 ConfigMap (kind not used by the scheduler); "
                            "2 Pod (schedulerName not served) (-o json lists them)"]
     assert "Traceback" not in r.stderr
 
@@ -152,7 +151,7 @@ def test_ignored_is_always_in_the_output(tmp_path):
     assert out["ignored"] == []
     import yaml
     r = schedule("-f", write(tmp_path, NODE + OTHER_KINDS), "-o", "yaml")
-    assert len(yaml.safe_load(r.stdout)["ignored"]) == 4
+    assert len(yaml.safe_load(r.stdout)["ignored"]) == 2
 
 
 def test_pdb_v1beta1_is_ignored(tmp_path):

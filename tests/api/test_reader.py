@@ -381,7 +381,8 @@ def test_unread_pod_fields_are_dropped(tmp_path, layout, monkeypatch):
     f.write_text(kubectl_list(objs) if layout == "list" else yaml.safe_dump_all(objs))
     docs = [d for _, _, d in reader.read_documents([str(f)])]
     p, q, n = docs
-    assert p["metadata"] == {"name": "p"}
+    # ownerReferences stay: PodTopologySpread's default selector reads the pod's controller
+    assert p["metadata"] == {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]}
     assert set(p["spec"]) == {"containers", "initContainers", "volumes"}
     assert p["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]
     assert p["spec"]["containers"] == [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]

@@ -232,9 +232,12 @@ def test_bad_numatopology_is_an_input_error(doc, msg):
     assert "\n" not in str(e.value)
 
 
-def test_numatopology_for_unknown_node_warns_and_duplicates_fail():
-    res = run([node("n1", {"cpu": "8", "memory": "8Gi"}), numatopo("ghost")], ONLY_NUMA)
-    assert any("Numatopology ghost: node 'ghost' is not in the input; ignored" in w for w in res.warnings)
+def test_numatopology_for_unknown_node_and_duplicates_fail():
+    """Issue 11's bad input: a Numatopology for a missing node is a one-line error naming it."""
+    with pytest.raises(InputError) as e:
+        run([node("n1", {"cpu": "8", "memory": "8Gi"}), numatopo("ghost")], ONLY_NUMA)
+    assert "Numatopology ghost" in str(e.value) and 'node "ghost" is not in the input' in str(e.value)
+    assert "\n" not in str(e.value)
     with pytest.raises(CalderaError, match="already exists"):
         run([node("n1", {"cpu": "8", "memory": "8Gi"}), numatopo("n1"), numatopo("n1")], ONLY_NUMA)
 

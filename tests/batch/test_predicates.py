@@ -219,14 +219,14 @@ FILTER_CASES = {
         {"bound": "n1"}),
     "untolerated taint": (
         pod("ns", "p", req=rl("1", "1Gi")), [node("n1", rl("4", "8Gi"), taints=[NOSCHED])], [], None,
-        {"n1": [(UNRESOLVABLE, "node(s) had untolerated taint {k: v}")]}),
+        {"n1": [(UNRESOLVABLE, "node(s) had untolerated taint(s)")]}),
     "tolerated taint": (
         pod("ns", "p", req=rl("1", "1Gi"), tolerations=[{"key": "k", "operator": "Exists"}]),
         [node("n1", rl("4", "8Gi"), taints=[NOSCHED])], [], None, {"bound": "n1"}),
     "pod number and taint: the unresolvable taint ends the checks": (
         pod("ns", "p"), [node("n1", rl("4", "8Gi", {"pods": "1"}), taints=[NOSCHED])],
         [pod("ns", "r", node="n1", phase="Running", scheduler="default-scheduler")], None,
-        {"n1": [(UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED), (UNRESOLVABLE, "node(s) had untolerated taint {k: v}")]}),
+        {"n1": [(UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED), (UNRESOLVABLE, "node(s) had untolerated taint(s)")]}),
     "host port in use": (
         pod("ns", "p", req=rl("1", "1Gi"), containers=[{"name": "c", "image": "i",
             "resources": {"requests": rl("1", "1Gi")}, "ports": [{"containerPort": 80, "hostPort": 8080}]}]),
@@ -302,7 +302,7 @@ def test_explain_filtered_reasons():
     docs = [queue("default"), pod("ns", "p", req=rl("1", "1Gi")),
             node("n1", rl("4", "8Gi"), taints=[NOSCHED]), node("n2", rl("4", "8Gi"))]
     res = run(docs, go_conf("allocate", PRED), explain=True)
-    assert res.explain["ns/p"]["filtered"] == {"n1": "node(s) had untolerated taint {k: v}"}
+    assert res.explain["ns/p"]["filtered"] == {"n1": "node(s) had untolerated taint(s)"}
     assert outcome(res)["bind"] == {"ns/p": "n2"}
 
 

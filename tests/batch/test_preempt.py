@@ -5,10 +5,9 @@ TestNormalPreemptRechecksPredicateAfterEviction are ported case by case with the
 flag the Go test leaves unset is off). Go checks the evicted set; the pipelined preemptors are
 asserted too (read off preempt.go for each case).
 
+TestTopologyAwarePreempt (enableTopologyAwarePreemption=true) is ported in test_preempt_topology.py.
+
 Not ported:
-- TestTopologyAwarePreempt (all 13 cases, including "preempt low-priority pod when high-priority
-  pod has PodAntiAffinity conflict" and "preemption with priority queues"): they run with
-  enableTopologyAwarePreemption=true, which Caldera does not implement (it is a ConfigError here).
 - preempt_shard_test.go: scheduler sharding does not exist in Caldera.
 - BenchmarkNormalPreemptPredicateRecheck: a benchmark, not a test.
 """
@@ -23,7 +22,6 @@ from caldera.batch.api.info import RELEASING
 from caldera.batch.conf import FLAGS
 from caldera.batch.plugins import PLUGINS
 from caldera.batch.plugins.base import BatchPlugin, Predicate
-from caldera.errors import ConfigError
 
 from .helpers import node, outcome, pod, podgroup, priority_class, queue, rl, run
 
@@ -253,11 +251,6 @@ def test_unresolvable_fit_errors_exclude_nodes():
     fe.set_node("n2", [(UNRESOLVABLE, "node(s) didn't match Pod's node affinity/selector")])
     job.fit_errors[task.uid] = fe
     assert list(candidate_nodes(ssn, task)) == [0, 2]
-
-
-def test_topology_aware_preemption_is_rejected():
-    with pytest.raises(ConfigError, match="enableTopologyAwarePreemption"):
-        run(PCS + CASES[2][1], go_conf(TIER, {"enableTopologyAwarePreemption": True}))
 
 
 NO_GANG = [p for p in TIER if p["name"] != "gang"]

@@ -13,8 +13,9 @@ def stub(name: str, *methods: str) -> type:
     return type(name.replace("-", "_"), (Plugin,), {"name": name, **{m: _BODY[m] for m in methods}})
 
 
-# kube v1.32+ in-tree plugins and the interfaces they implement (DefaultPreemption has had
-# PreEnqueue since async preemption; the EBS/GCEPD/AzureDisk limits are gone from v1).
+# kube v1.35 in-tree plugins and the interfaces they implement (DefaultPreemption has had
+# PreEnqueue since async preemption; the EBS/GCEPD/AzureDisk limits are gone from v1;
+# DynamicResources is on by default since the DynamicResourceAllocation gate went GA).
 KUBE_PLUGINS = {
     "SchedulingGates": ("pre_enqueue",),
     "PrioritySort": ("less",),
@@ -30,6 +31,8 @@ KUBE_PLUGINS = {
     "VolumeZone": ("pre_filter", "filter_node"),
     "PodTopologySpread": ("pre_filter", "filter_node", "pre_score", "score", "normalize_score"),
     "InterPodAffinity": ("pre_filter", "filter_node", "pre_score", "score", "normalize_score"),
+    "DynamicResources": ("pre_enqueue", "pre_filter", "filter_node", "post_filter", "score", "reserve",
+                         "pre_bind"),
     "DefaultPreemption": ("pre_enqueue", "post_filter"),
     "NodeResourcesBalancedAllocation": ("pre_score", "score"),
     "ImageLocality": ("score",),
@@ -40,22 +43,23 @@ KUBE_REGISTRY = {n: stub(n, *ms) for n, ms in KUBE_PLUGINS.items()}
 # kube's ExpandedPluginsV1 (apis/config/testing/defaults): the default profile per extension
 # point after multiPoint expansion, with the score weights.
 KUBE_EXPANDED_V1 = {
-    "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                  "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"],
+                  "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"],
     "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
                "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
-               "PodTopologySpread", "InterPodAffinity"],
-    "postFilter": ["DefaultPreemption"],
+               "PodTopologySpread", "InterPodAffinity", "DynamicResources"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
                  "InterPodAffinity", "NodeResourcesBalancedAllocation"],
     "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
-              ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
+              ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2),
+              ("NodeResourcesBalancedAllocation", 1),
               ("ImageLocality", 1)],
-    "reserve": ["VolumeBinding"],
+    "reserve": ["VolumeBinding", "DynamicResources"],
     "permit": [],
-    "preBind": ["VolumeBinding"],
+    "preBind": ["VolumeBinding", "DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
 }

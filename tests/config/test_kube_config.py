@@ -129,7 +129,7 @@ def test_disable_star_at_multipoint_keeps_only_what_is_enabled(tmp_path):
 
 
 def test_disabling_a_kube_plugin_caldera_lacks_is_a_no_op(tmp_path):
-    got = plugins(tmp_path, "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: DynamicResources}]\n")
+    got = plugins(tmp_path, "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: NodeDeclaredFeatures}]\n")
     assert got == DEFAULT
 
 

@@ -148,9 +148,46 @@ def api(control_plane):
         a.close()
 
 
+# Volcano's Numatopology CRD (v1.15.1 config/crd/volcano/bases/nodeinfo.volcano.sh_numatopologies.yaml:
+# same group, names, scope and schema), which Volcano's resource exporter writes and Caldera only
+# reads (the numa-aware plugin); not shipped in deploy/crds, as Caldera's deployment does not need it
+NUMATOPOLOGY_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "numatopologies.nodeinfo.volcano.sh"},
+    "spec": {
+        "group": "nodeinfo.volcano.sh", "scope": "Cluster",
+        "names": {"kind": "Numatopology", "listKind": "NumatopologyList", "plural": "numatopologies",
+                  "singular": "numatopology", "shortNames": ["numatopo"]},
+        "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                "spec": {"type": "object", "properties": {
+                    "cpuDetail": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+                        "core": {"type": "integer", "minimum": 0}, "numa": {"type": "integer", "minimum": 0},
+                        "socket": {"type": "integer", "minimum": 0}}}},
+                    "numares": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+                        "allocatable": {"type": "string"}, "capacity": {"type": "integer"}}}},
+                    "policies": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "resReserved": {"type": "object", "additionalProperties": {"type": "string"}},
+                }},
+            }}}}],
+    },
+}
+
+
+def install_numatopology_crd(api) -> None:
+    """NUMATOPOLOGY_CRD created (if missing) and served."""
+    from .kube import _served, apply_manifest, wait_until
+    apply_manifest(api, NUMATOPOLOGY_CRD)
+    wait_until(lambda: _served(api, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies"), timeout=60,
+               what="nodeinfo.volcano.sh served")
+
+
 @pytest.fixture
 def volcano_crds(api):
-    """Volcano's PodGroup and Queue CRDs installed and established (modules that run Volcano
-    confs: `pytestmark = pytest.mark.usefixtures("volcano_crds")`)."""
+    """Volcano's PodGroup, Queue and HyperNode CRDs (deploy/crds) installed and established
+    (modules that run Volcano confs: `pytestmark = pytest.mark.usefixtures("volcano_crds")`)."""
     from .kube import install_crds
     install_crds(api)
+    install_numatopology_crd(api)          # (and Volcano's Numatopology CRD: NUMATOPOLOGY_CRD)

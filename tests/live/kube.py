@@ -46,6 +46,25 @@ def delete_nodes(api: Api, names):
             pass
 
 
+def clean_cluster(api: Api) -> None:
+    """Delete every Node and every Pod outside kube-system (force, grace 0: no kubelet runs
+    here): for the tests that read the whole cluster (--from-cluster, default spreading) on the
+    control plane the session shares, after earlier modules have left their objects behind."""
+    api.request("DELETE", "/api/v1/nodes")
+    for ns in api.request("GET", "/api/v1/namespaces")[1].get("items", []):
+        name = ns["metadata"]["name"]
+        if name != "kube-system":
+            api.request("DELETE", f"/api/v1/namespaces/{name}/pods?gracePeriodSeconds=0")
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        pods = [p for p in api.request("GET", "/api/v1/pods")[1].get("items", [])
+                if p["metadata"]["namespace"] != "kube-system"]
+        if not pods and not api.request("GET", "/api/v1/nodes")[1].get("items"):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the cluster did not empty in 30 s")
+
+
 def pod_body(ns: str, name: str, scheduler: str, cpu="100m", memory="64Mi", priority_class=None,
              annotations=None, labels=None, grace=0) -> dict:
     spec = {"schedulerName": scheduler, "terminationGracePeriodSeconds": grace,
@@ -146,7 +165,7 @@ def apply_manifest(api: Api, doc: dict) -> None:
 
 
 def install_crds(api: Api) -> None:
-    """Volcano's PodGroup and Queue CRDs from deploy/crds, established."""
+    """Volcano's PodGroup, Queue and HyperNode CRDs from deploy/crds, established."""
     import yaml
     names = []
     for f in sorted((ROOT / "deploy" / "crds").glob("*.yaml")):
@@ -166,6 +185,8 @@ def install_crds(api: Api) -> None:
     # discovery needs a moment after Established before the resources are served
     wait_until(lambda: _served(api, "/apis/scheduling.volcano.sh/v1beta1/queues"), timeout=60,
                what="scheduling.volcano.sh served")
+    wait_until(lambda: _served(api, "/apis/topology.volcano.sh/v1alpha1/hypernodes"), timeout=60,
+               what="topology.volcano.sh served")
 
 
 def _served(api: Api, path: str) -> bool:

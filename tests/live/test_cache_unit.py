@@ -129,7 +129,8 @@ def test_unschedulable_pod_waits_for_a_node_event():
     loop.schedule(loop.queue.pop())
     loop.writer.shutdown(wait=True)
     assert Status.calls == [("default/big", "0/1 nodes are available: 1 Insufficient cpu. "
-                             "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")]
+                             "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not "
+                             "helpful for scheduling.")]
     assert loop.queue.where("default/big") in ("unschedulable", "backoff")
     cache.on_node_update(None, node("n1", cpu="4"))      # allocatable grew
     time.sleep(0.01)

@@ -39,7 +39,7 @@ def test_every_manifest_parses_with_expected_kinds():
     kinds = sorted(d["kind"] for _, d in DOCS)
     assert kinds == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                             "RoleBinding", "ConfigMap", "Deployment", "CustomResourceDefinition",
-                            "CustomResourceDefinition"])
+                            "CustomResourceDefinition", "CustomResourceDefinition"])
     for path, d in DOCS:
         assert d.get("apiVersion") and d.get("metadata", {}).get("name"), path
     expected_files = {"namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml",
@@ -92,8 +92,16 @@ def test_cluster_role_is_exactly_what_caldera_run_uses():
         ("events.k8s.io", "events", ()): {"create"},
         ("scheduling.volcano.sh", "podgroups", ()): {"list", "watch", "patch"},
         ("scheduling.volcano.sh", "queues", ()): {"list", "watch"},
+        ("scheduling.x-k8s.io", "podgroups", ()): {"list", "watch"},
+        ("topology.volcano.sh", "hypernodes", ()): {"list", "watch"},
         ("policy", "poddisruptionbudgets", ()): {"list", "watch"},
         ("", "resourcequotas", ()): {"list", "watch"},
+        ("nodeinfo.volcano.sh", "numatopologies", ()): {"list", "watch"},
+        ("", "namespaces", ()): {"list", "watch"},
+        ("", "services", ()): {"list", "watch"},
+        ("", "replicationcontrollers", ()): {"list", "watch"},
+        ("apps", "replicasets", ()): {"list", "watch"},
+        ("apps", "statefulsets", ()): {"list", "watch"},
     }
 
 
@@ -242,6 +250,21 @@ def test_crd_is_valid_v1_structural(crd):
             assert col["type"] in ("integer", "number", "string", "boolean", "date")
             assert col["jsonPath"].startswith(".") and col["name"]
         assert set(v.get("subresources", {})) <= {"status", "scale"}
+
+
+def test_hypernode_crd_matches_volcano_shape():
+    hn = one("CustomResourceDefinition", "hypernodes.topology.volcano.sh")["spec"]
+    assert (hn["group"], hn["scope"], hn["names"]["kind"]) == ("topology.volcano.sh", "Cluster", "HyperNode")
+    assert hn["names"]["shortNames"] == ["hn"]
+    (v,) = hn["versions"]
+    assert v["name"] == "v1alpha1" and v["subresources"] == {"status": {}}
+    assert [(c["name"], c["jsonPath"]) for c in v["additionalPrinterColumns"]] == [
+        ("Tier", ".spec.tier"), ("TierName", ".spec.tierName"), ("NodeCount", ".status.nodeCount"),
+        ("Age", ".metadata.creationTimestamp")]
+    spec = v["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["tier"] and sorted(spec["properties"]) == ["members", "tier", "tierName"]
+    sel = spec["properties"]["members"]["items"]["properties"]["selector"]["properties"]
+    assert sorted(sel) == ["exactMatch", "labelMatch", "regexMatch"]
 
 
 def test_crds_match_volcano_shape():

@@ -30,7 +30,7 @@ def conf(*extra: str):
 def test_informed_only_when_the_conf_has_the_plugin(extra, informed):
     app = LiveScheduler(object(), conf(*extra), RunOptions(metrics_addr="127.0.0.1:0", leader_elect=False))
     names = [i.name for i in app.informers]
-    assert names == ["nodes", "priorityclasses", "pods", "podgroups", "queues", *informed]
+    assert names == ["nodes", "priorityclasses", "pods", "podgroups", "queues", "hypernodes", *informed]
 
 
 def test_resources():

@@ -400,7 +400,7 @@ def test_no_lower_priority_pod_anywhere_matches_the_dry_run(seed):
         cfg = default_config(reg)
         if cls is not None:
             prof = cfg.profiles[0]
-            prof.plugins["postFilter"] = [PluginRef("X")]
+            prof.plugins["postFilter"] = [PluginRef("DynamicResources"), PluginRef("X")]
         table = NodeTable(nodes)
         s = Scheduler(cfg, table, reg, seed=seed)
         for i in range(7):

@@ -122,7 +122,8 @@ spec: {containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: "1"
     doc = schedule(tmp_path, m, None, "--explain")
     assert doc["bindings"] == []
     assert doc["unschedulable"][0]["message"] == (
-        "0/1 nodes are available: 1 Insufficient GPU devices. preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient GPU devices. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod.")
     assert doc["explain"]["default/w"]["filtered"] == {"n3": "Insufficient GPU devices"}
 

@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
+from caldera.api.workloads import Namespace, Workloads
 from caldera.errors import ConfigError
 from caldera.framework.interface import CycleState
 from caldera.framework.status import Status
@@ -101,9 +102,17 @@ def setup(nodes, pods, args=None):
     table = make_table(nodes, pods)
     sched = make_scheduler(table, {"preFilter": [IPA], "filter": [IPA], "preScore": [IPA], "score": [IPA]},
                            args={IPA: args} if args is not None else None)
+    sched.workloads = kube_namespaces()     # the Go tests' namespace lister: these four only
     pl = sched.default_framework.plugin(IPA)
-    pl.namespace_labels = NAMESPACES
     return table, pl
+
+
+def kube_namespaces(names=NAMESPACES) -> Workloads:
+    """A namespace lister holding `names` (name -> labels) as v1 Namespace objects."""
+    wl = Workloads()
+    for name, labels in names.items():
+        wl.add(Namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}))
+    return wl
 
 
 def prefilter_filter(pl, table, p):
@@ -567,6 +576,8 @@ def test_namespace_defaults_and_metadata_name_label():
     nodes = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"})]
     pods = [pod({"app": "db"}, "n1", ns="prod"), pod({"app": "db"}, "n2", ns="dev")]
     table, pl = setup(nodes, pods)
+    wl = pl.handle.scheduler.workloads = Workloads()
+    wl.assume_namespaces(["prod", "dev", "x"])        # what `caldera schedule` does for the pods' namespaces
     # no namespaces, no namespaceSelector: the pod's own namespace only
     assert prefilter_filter(pl, table, pod(ns="dev", aff=affinity([term(sel(in_("app", "db")), "zone")])))[1] \
         == [AFF, None]
@@ -580,6 +591,9 @@ def test_namespace_defaults_and_metadata_name_label():
     p = pod(ns="x", aff=affinity(None, [term(sel(in_("app", "db")), "zone",
                                              ns_selector=sel(in_("kubernetes.io/metadata.name", "prod")))]))
     assert prefilter_filter(pl, table, p)[1] == [ANTI, None]
+    # kube's NamespaceLister: a namespace it does not know matches no non-empty selector
+    wl.remove("Namespace", "", "prod")
+    assert prefilter_filter(pl, table, p)[1] == [None, None]
     # a nil labelSelector matches no pod: affinity can never be met by others
     p = pod({"app": "db"}, ns="prod", aff=affinity([{"topologyKey": "zone"}]))
     assert prefilter_filter(pl, table, p)[1] == [AFF, AFF]

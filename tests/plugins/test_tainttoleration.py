@@ -26,7 +26,8 @@ def tol(key, value="", effect="", operator=None):
 
 
 def untolerated(k, v):
-    return Status.unresolvable(f"node(s) had untolerated taint {{{k}: {v}}}")
+    # kube v1.35's reason no longer names the taint (k, v: which one rejected, for the reader)
+    return Status.unresolvable("node(s) had untolerated taint(s)")
 
 
 FILTER = [
@@ -50,9 +51,9 @@ FILTER = [
      [tol("dedicated", "user2", "NoSchedule", "Equal")], [T("dedicated", "user1", "PreferNoSchedule")], None),
     ("The pod has no toleration, but the effect of taint on node is PreferNoSchedule",
      [], [T("dedicated", "user1", "PreferNoSchedule")], None),
-    # Caldera extras: NoExecute counts, the first untolerated taint in node order is reported
+    # Caldera extras: NoExecute counts (the first untolerated taint in node order is the one found)
     ("NoExecute taints reject as well", [], [T("maint", "", "NoExecute")], untolerated("maint", "")),
-    ("the first untolerated taint is named", [tol("a", "1", "NoSchedule")],
+    ("a later untolerated taint rejects", [tol("a", "1", "NoSchedule")],
      [T("a", "1", "NoSchedule"), T("b", "2", "PreferNoSchedule"), T("c", "3", "NoExecute"), T("d", "4", "NoSchedule")],
      untolerated("c", "3")),
     ("an empty-key Exists toleration tolerates everything", [{"operator": "Exists"}],

@@ -4,19 +4,33 @@ the problem.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from ..errors import InputError
+from .dra import KINDS as DRA_KINDS
+from .dra import DraObjects, pod_claim_refs
+from .dra import add_object as add_dra_object
 from .gputopology import check_topology
 from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass, check_priority_class
 from .output import API_NOT_SERVED, KIND_NOT_USED, Ignored, object_name
 from .pdb import PodDisruptionBudget
+from .podgroup import API_VERSION as PODGROUP_API_VERSION
+from .podgroup import PodGroup
 from .reader import MANIFEST_SUFFIXES, read_documents
 from .resourcequota import ResourceQuota
+from .storage import STORAGE_KINDS, Storage, add_storage_object, resolve_default_class
 from .validation import already_exists
+from .workloads import KINDS as WORKLOAD_KINDS
+from .workloads import Workloads, parse_workload
 
-__all__ = ["MANIFEST_SUFFIXES", "Cluster", "load_cluster", "read_documents", "resolve_priorities"]
+# the category of the `ignored` entries of Namespaces, Services, RCs, RSs and StatefulSets: only
+# the kube pass reads them (for InterPodAffinity and PodTopologySpread) and drops these entries
+KUBE_PROFILES_ONLY = "read only by kube-scheduler profiles"
+
+__all__ = ["KUBE_PROFILES_ONLY", "MANIFEST_SUFFIXES", "Cluster", "load_cluster", "read_documents", "resolve_priorities"]
 
 
 @dataclass
@@ -29,6 +43,15 @@ class Cluster:
     # `ignored` (no kube-scheduler plugin reads them; the batch runner drops that entry when used)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)
     other: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (source, doc) of kinds others consume
+    # v1 PersistentVolumes/Claims, storage.k8s.io/v1 StorageClasses and CSI objects (api/storage.py)
+    storage: Storage = field(default_factory=Storage)
+    # scheduling.x-k8s.io PodGroups by namespace/name: read for the Coscheduling plugin; also listed
+    # in `ignored` (the kube pass drops that entry when a profile enables Coscheduling)
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    # v1 Namespaces, Services, ReplicationControllers, apps/v1 ReplicaSets, StatefulSets (api/workloads.py)
+    workloads: Workloads = field(default_factory=Workloads)
+    # resource.k8s.io/v1 DeviceClasses, ResourceSlices, ResourceClaims, templates (api/dra.py)
+    dra: DraObjects = field(default_factory=DraObjects)
     warnings: list[str] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)    # objects read and not used, in input order
     # (kind, ns/name) -> (file, position in the input) of Pods, PDBs and Volcano objects
@@ -52,16 +75,21 @@ def _describe(doc: dict[str, Any], index: int) -> str:
     return f"document {index} ({kind})"
 
 
+_RESOURCE = {"Namespace": "namespaces", "Service": "services", "ReplicationController": "replicationcontrollers",
+             "ReplicaSet": "replicasets.apps", "StatefulSet": "statefulsets.apps"}
 CONSUMED_ELSEWHERE = {"PodGroup", "Queue", "Job", "HyperNode", "Numatopology"}
 
 
-def load_cluster(paths: list[str]) -> Cluster:
+def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, Any]]] = ()) -> Cluster:
+    """The Cluster of the objects `before` ((source, index, object) triples, e.g. read from an API
+    server by caldera.live.fromcluster) followed by those of the manifests at `paths`."""
     c = Cluster()
     seen_nodes: set[str] = set()
     seen_pods: set[str] = set()
     seen_pdbs: set[str] = set()
     seen_quotas: set[str] = set()
-    for seq, (source, idx, doc) in enumerate(read_documents(paths)):
+    seen_workloads: set[tuple[str, str]] = set()
+    for seq, (source, idx, doc) in enumerate(chain(before, read_documents(paths))):
         c.documents += 1
         kind = doc.get("kind")
         api = str(doc.get("apiVersion") or "")
@@ -77,6 +105,8 @@ def load_cluster(paths: list[str]) -> Cluster:
                 c.nodes.append(n)
             elif kind == "Pod":
                 p = Pod(doc, seq, validate=True)
+                if (doc.get("spec") or {}).get("resourceClaims"):
+                    pod_claim_refs(doc, "")        # spec.resourceClaims (api/dra.py)
                 if p.key in seen_pods:
                     raise InputError(already_exists("pods", p.name))
                 seen_pods.add(p.key)
@@ -109,6 +139,36 @@ def load_cluster(paths: list[str]) -> Cluster:
                 c.where[("ResourceQuota", rq.key)] = (source, seq)
                 c.ignored.append(Ignored(kind, object_name(doc), source,
                                          "kind ResourceQuota is not used by the scheduler", KIND_NOT_USED, seq))
+            elif (kind, api) in WORKLOAD_KINDS:
+                wl = parse_workload(str(kind), doc)
+                wkey = wl.name if kind == "Namespace" else f"{getattr(wl, 'namespace', '')}/{wl.name}"
+                if (str(kind), wkey) in seen_workloads:
+                    raise InputError(already_exists(_RESOURCE[str(kind)], wl.name))
+                seen_workloads.add((str(kind), wkey))
+                c.workloads.add(wl)
+                c.where[(str(kind), wkey)] = (source, seq)
+                # listed as not used; the kube pass (engine/oneshot.py), which reads them, drops the entry
+                c.ignored.append(Ignored(str(kind), object_name(doc), source,
+                                         f"kind {kind} is read only by kube-scheduler profiles",
+                                         KUBE_PROFILES_ONLY, seq))
+            elif kind == "PodGroup" and api == PODGROUP_API_VERSION:
+                pg = PodGroup(doc)
+                if pg.key in c.pod_groups:
+                    raise InputError(already_exists("podgroups.scheduling.x-k8s.io", pg.name))
+                c.pod_groups[pg.key] = pg
+                c.where[("PodGroup", pg.key)] = (source, seq)
+                c.ignored.append(Ignored(kind, object_name(doc), source, f"kind PodGroup ({api}) is not used by "
+                                         "the scheduler (the Coscheduling plugin reads it)", KIND_NOT_USED, seq))
+            elif (kind, api) in STORAGE_KINDS:    # the volume plugins' (api/storage.py)
+                add_storage_object(c.storage, str(kind), doc)
+                c.ignored.append(Ignored(str(kind), object_name(doc), source,
+                                         f"kind {kind} is read only by kube-scheduler profiles",
+                                         KUBE_PROFILES_ONLY, seq))
+            elif kind in DRA_KINDS and api.startswith("resource.k8s.io/"):   # DynamicResources'
+                add_dra_object(c.dra, doc, source)
+                c.ignored.append(Ignored(str(kind), object_name(doc), source,
+                                         f"kind {kind} is read only by kube-scheduler profiles",
+                                         KUBE_PROFILES_ONLY, seq))
             elif kind in CONSUMED_ELSEWHERE and "volcano.sh" in api:
                 c.other.append((source, doc))
                 c.where[(kind, object_name(doc))] = (source, seq)
@@ -119,8 +179,24 @@ def load_cluster(paths: list[str]) -> Cluster:
                                          f"kind {what} is not used by the scheduler", KIND_NOT_USED, seq))
         except InputError as e:
             raise InputError(e.problem, source, _describe(doc, idx)) from None
+    _assume_namespaces(c)
     resolve_priorities(c)
+    resolve_default_class(c.storage, c.storage.pvcs.values())
     return c
+
+
+def _assume_namespaces(c: Cluster) -> None:
+    """The namespaces of the input's pods exist (the API server's NamespaceLifecycle admission
+    rejects a pod in a namespace that does not): one without a Namespace manifest gets only the
+    label every namespace has, kubernetes.io/metadata.name (a warning when the input has Namespace
+    objects, so the omission is likely an oversight)."""
+    wl = c.workloads
+    had_any = bool(wl.namespaces)
+    missing = sorted({p.namespace for p in c.pods} - set(wl.namespaces))
+    if missing and had_any:
+        c.warnings.append(f"namespace(s) {', '.join(missing)} of the input's pods have no Namespace object in "
+                          "the input; assumed to exist with only the label kubernetes.io/metadata.name")
+    wl.assume_namespaces(missing)
 
 
 def resolve_priorities(c: Cluster) -> None:

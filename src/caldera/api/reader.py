@@ -28,7 +28,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # read, before they are decoded; the rest stays in `Pod.raw`. Whoever starts reading one of these
 # fields takes it out of here.
 UNREAD_POD_FIELDS = {
-    "metadata": ("managedFields", "ownerReferences", "resourceVersion"),
+    "metadata": ("managedFields", "resourceVersion"),
     "spec": ("securityContext", "dnsPolicy", "dnsConfig", "enableServiceLinks", "serviceAccount",
              "serviceAccountName", "automountServiceAccountToken", "restartPolicy"),
     "status": ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "podIPs", "hostIPs",

@@ -21,8 +21,16 @@ from . import progress
 
 
 @click.command()
-@click.option("-f", "--filename", "files", multiple=True, required=True, metavar="FILE_OR_DIR",
-              help="Manifests: multi-document YAML, JSON or a List; a directory; '-' for stdin. Repeatable.")
+@click.option("-f", "--filename", "files", multiple=True, metavar="FILE_OR_DIR",
+              help="Manifests: multi-document YAML, JSON or a List; a directory; '-' for stdin. Repeatable. "
+                   "With --from-cluster: objects added on top of the cluster's (e.g. new pods to try).")
+@click.option("--from-cluster", "from_cluster", is_flag=True,
+              help="Start from a live cluster's state, read (read-only) through its API server: Nodes, Pods, "
+                   "PriorityClasses, PDBs and what the --config's scheduler reads (docs/kube/from-cluster.md).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="--from-cluster: kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config).")
+@click.option("--context", "kube_context", default=None,
+              help="--from-cluster: kubeconfig context (default: the current one).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) or a volcano-scheduler.conf "
                    "(actions + tiers: one Volcano session); told apart by content.")
@@ -33,15 +41,21 @@ from . import progress
 @click.option("--now", "now_text", default=None, metavar="RFC3339",
               help="volcano-scheduler.conf only: the session's time, for plugins that decide on time (sla, "
                    "tdm, cdp), e.g. 2026-01-01T12:00:00Z (default: the newest creationTimestamp in the input).")
-def schedule(files, config_path, output, explain, scheduler_name, seed, now_text):
+def schedule(files, from_cluster, kubeconfig, kube_context, config_path, output, explain, scheduler_name, seed,
+             now_text):
     """Run one scheduling pass and print where each pending pod goes, and why or why not."""
+    if not files and not from_cluster:
+        raise click.UsageError("give manifests with -f FILE_OR_DIR, or --from-cluster (or both)")
+    if not from_cluster and (kubeconfig or kube_context):
+        raise click.UsageError("--kubeconfig and --context apply only with --from-cluster")
+    remote = (kubeconfig, kube_context) if from_cluster else None
     now = _parse_now(now_text)
     registry = build_registry()
     config = load_config(config_path, registry)
     if isinstance(config, VolcanoConf):
         for w in config.warnings:
             click.echo(f"caldera: warning: {w}", err=True)
-        cluster = _load(files)
+        cluster = _load(files, remote, volcano=True)
         result = run_session(cluster, config, seed=seed, explain=explain, scheduler_name=scheduler_name, now=now)
         return _emit(result, output)
     if now is not None:
@@ -52,7 +66,7 @@ def schedule(files, config_path, output, explain, scheduler_name, seed, now_text
         else:
             raise ConfigError(f"{config_path}: no profile has schedulerName {scheduler_name!r}; "
                               f"profiles: {[p.scheduler_name for p in config.profiles]}")
-    cluster = _load(files)
+    cluster = _load(files, remote)
     _ignore_volcano_objects(cluster, config_path)
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
@@ -72,11 +86,26 @@ def _parse_now(text: str | None) -> float | None:
     return t.timestamp()
 
 
-def _load(files) -> Cluster:
+def _load(files, remote: tuple[str | None, str | None] | None = None, volcano: bool = False) -> Cluster:
+    """The Cluster of the manifests `files`, after a live cluster's objects when `remote` is
+    (kubeconfig, context) (--from-cluster; docs/kube/from-cluster.md)."""
+    before: list = []
+    source = None
+    if remote is not None:
+        from ..live.client import connect
+        from ..live.fromcluster import read_cluster, source_name
+        api = connect(*remote)
+        try:
+            before = read_cluster(api, volcano=volcano)
+            source = source_name(api)
+        finally:
+            api.close()
     with progress.loading():      # a bar on stderr, only on a terminal and past a couple of seconds
-        cluster = load_cluster(list(files))
+        cluster = load_cluster(list(files), before)
     if not cluster.documents:
-        cluster.warnings.append(f"no objects in {', '.join('<stdin>' if f == '-' else f for f in files)}")
+        where = [source] if source else []
+        where += ['<stdin>' if f == '-' else f for f in files]
+        cluster.warnings.append(f"no objects in {', '.join(where)}")
     return cluster
 
 

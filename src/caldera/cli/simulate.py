@@ -162,14 +162,21 @@ def _print_summary(results, out: Path) -> None:
     for col in ("config", "pods", "completed", "never started", "evictions", "wait p50 s", "wait p95 s",
                 "makespan s", "wall s"):
         t.add_column(col, justify="right" if col != "config" else "left")
+    tiers = any(r.jobs for r in results)        # Volcano over HyperNodes: the cost of spreading
+    if tiers:
+        t.add_column("jobs per tier", justify="left")
     for r in results:
         s = summarize(r)
         c, w = s["counts"], s["wait"] or {}
 
         def f(x):
             return "-" if x is None else f"{x:.6g}"
-        t.add_row(r.name + (" (stopped early)" if r.stopped_early else ""), str(c["submitted"]), str(c["completed"]),
-                  str(c["never_started"]), str(c["evictions"]), f(w.get("p50")), f(w.get("p95")),
-                  f(s["makespan"]), f(r.wall_seconds))
+        row = [r.name + (" (stopped early)" if r.stopped_early else ""), str(c["submitted"]), str(c["completed"]),
+               str(c["never_started"]), str(c["evictions"]), f(w.get("p50")), f(w.get("p95")),
+               f(s["makespan"]), f(r.wall_seconds)]
+        if tiers:
+            from ..sim.report import tiers_cell
+            row.append(tiers_cell(s))
+        t.add_row(*row)
     import sys
     Console(width=None if sys.stdout.isatty() else 140).print(t)

@@ -18,6 +18,10 @@ def render(data: dict, console: Console | None = None) -> None:
         gpus = f" (GPU {', '.join(map(str, devices))})" if devices else ""
         if b.get("cpuset"):             # the CPUs Volcano's numa-aware plugin pinned
             gpus += f" (CPU {b['cpuset']})"
+        if b.get("volumes"):            # the PVs / provisioning VolumeBinding chose
+            gpus += " (" + ", ".join(f"{v['claim'].split('/', 1)[-1]} -> "
+                                     f"{v['volume'] if 'volume' in v else 'new ' + v['provision']}"
+                                     for v in b["volumes"]) + ")"
         t.add_row(b["pod"], "[green]bound[/]", b["node"] + gpus)
     noms = {n["pod"]: n["node"] for n in data["nominations"]}
     for u in data["unschedulable"]:
@@ -25,6 +29,9 @@ def render(data: dict, console: Console | None = None) -> None:
         t.add_row(u["pod"], "[red]pending[/]", escape(u["message"] + extra))
     for p in data.get("pipelined", []):
         t.add_row(p["pod"], "[yellow]pipelined[/]", p["node"])
+    for w in data.get("waiting", []):     # kube: assumed, waiting on Permit when the pass ended
+        t.add_row(w["pod"], "[yellow]waiting[/]",
+                  f"{w['node']} (Permit: {', '.join(w['plugins'])}; timeout {w['timeoutSeconds']:g}s)")
     con.print(t)
     if data["evictions"]:
         e = Table(title="Evictions")

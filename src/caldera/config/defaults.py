@@ -7,9 +7,9 @@ from .types import PluginRef, Profile, SchedulerConfig
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# (name, score weight) in kube's multiPoint order (kube v1.31+ without the DynamicResources
-# feature gate). Volume plugins are accepted and run as no-ops for pods without
-# PersistentVolumeClaims (see plugins/volumes.py).
+# (name, score weight) in kube's multiPoint order (kube v1.35: the DynamicResourceAllocation
+# feature gate is GA, so DynamicResources comes just before DefaultPreemption). The volume
+# plugins (plugins/volumes/) skip pods without volumes at PreFilter.
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -25,6 +25,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -35,7 +36,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 INVALID_V1_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 # Other kube in-tree plugin names caldera does not implement: accepted in `disabled` lists
 # (disabling them is a no-op here), rejected when enabled.
-KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("DynamicResources", "NodeDeclaredFeatures", "GangScheduling",
+KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("NodeDeclaredFeatures", "GangScheduling",
                                           "SelectorSpread", "ServiceAffinity")
 
 

@@ -6,10 +6,15 @@ PreemptionHandle and BinderHandle that the in-tree DefaultPreemption and Default
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..api.objects import Pod
 from ..api.pdb import PodDisruptionBudget
+from ..api.podgroup import PodGroup
+from ..api.storage import Storage
+from ..api.workloads import Workloads
+from ..framework.waiting import WaitingPod
 from ..state.nodetable import NodeTable
 
 if TYPE_CHECKING:
@@ -34,6 +39,17 @@ class Handle:
     @property
     def pdbs(self) -> list[PodDisruptionBudget]:
         return self.scheduler.pdbs
+
+    @property
+    def workloads(self) -> Workloads | None:
+        """Namespaces, Services, RCs, ReplicaSets, StatefulSets (kube's listers); None: unknown."""
+        return self.scheduler.workloads
+
+    @property
+    def storage(self) -> Storage | None:
+        """The PVs, PVCs, StorageClasses and CSI objects the volume plugins read (None: the driver
+        does not model storage, and the volume plugins let every pod through)."""
+        return self.scheduler.storage
 
     def nominated_pods(self, i: int) -> list[Pod]:
         return self.scheduler.nominator.pods_on(i)
@@ -68,6 +84,44 @@ class Handle:
         return [replace(by_name[n], victims=kept[n][0], num_pdb_violations=kept[n][1]) if n in by_name
                 else replace(candidates[0], name=n, victims=kept[n][0], num_pdb_violations=kept[n][1], index=-1)
                 for n in order if n in kept], None
+
+    # ---- waiting pods (Permit Wait; framework/waiting.py) ---------------------------
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.scheduler.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.scheduler.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """kube's RejectWaitingPod (the pod was deleted): reject it with "removed"."""
+        wp = self.scheduler.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
+    def activate(self, pods: list[Pod]) -> None:
+        """kube's PodsToActivate: move these pending pods to the active queue (drivers with a
+        retrying queue set Scheduler.on_activate; a one-pass driver has none)."""
+        if self.scheduler.on_activate is not None and pods:
+            self.scheduler.on_activate(pods)
+
+    def now(self) -> float:
+        """The driver's clock in seconds (virtual in simulate, wall in run, 0 in a pass)."""
+        return self.scheduler.clock()
+
+    def pod_groups(self) -> dict[str, PodGroup]:
+        """scheduling.x-k8s.io PodGroups by namespace/name (the Coscheduling plugin reads them)."""
+        return self.scheduler.pod_groups
+
+    def list_pods(self) -> list[Pod]:
+        """The pods the scheduler knows (kube's pod lister): the driver's pods, else those on nodes."""
+        pods = self.scheduler.pod_lister() if self.scheduler.pod_lister is not None else None
+        if pods is None:
+            pods = self.scheduler.workload
+        if pods is None:
+            pods = [p for on in self.table.pods for p in on.values()]
+        return pods
 
     def workload_pods(self) -> list[Pod] | None:
         """The pods the driver says make up the workload (`caldera schedule`: the input's pending

@@ -10,11 +10,13 @@ kube-scheduler) it binds in a later cycle, not in this pass.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..api.loader import Cluster
+from ..api.loader import KUBE_PROFILES_ONLY, Cluster
 from ..api.output import BEING_DELETED, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
 from ..config.types import SchedulerConfig
 from ..framework.queue import SchedulingQueue
+from ..plugins.dynamicresources.allocator import DraState
 from ..state.nodetable import NodeTable
 from .scheduler import Scheduler
 
@@ -26,9 +28,17 @@ class PassResult(PassOutput):
     """A kube pass: the shared output plus nominations and each pod's Attempt."""
     nominations: list[dict] = field(default_factory=list)
     attempts: list = field(default_factory=list)
+    waiting: list[dict] = field(default_factory=list)     # pods still waiting on Permit
 
     def to_dict(self) -> dict:
-        return self.output(nominations=self.nominations)
+        d = self.output(nominations=self.nominations)
+        if self.waiting:
+            d["waiting"] = self.waiting
+        return d
+
+
+def _number(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
 
 
 def build_table(cluster: Cluster, ignored: list[Ignored]) -> NodeTable:
@@ -76,10 +86,19 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
              explain: bool = False, registry=None) -> PassResult:
     """One pass over the pending pods of the configuration's profiles (of `scheduler_name` only,
     when given); what it does not use is `ignored`, after the cluster's own."""
-    res = PassResult(warnings=list(cluster.warnings), ignored=list(cluster.ignored))
+    # Namespaces, Services and pod controllers are read here (api/workloads.py), not ignored
+    res = PassResult(warnings=list(cluster.warnings),
+                     ignored=[i for i in cluster.ignored if i.category != KUBE_PROFILES_ONLY])
     table = build_table(cluster, res.ignored)
     sched = Scheduler(config, table, registry, seed=seed, explain=explain)
     sched.pdbs = cluster.pdbs
+    sched.permit_waits = True                  # Permit Wait: pods wait within the pass
+    sched.pod_groups = cluster.pod_groups      # scheduling.x-k8s.io PodGroups (Coscheduling)
+    if cluster.pod_groups and any(fw.plugin("Coscheduling") for fw in sched.frameworks.values()):
+        res.ignored = [i for i in res.ignored if i.kind != "PodGroup" or i.name not in cluster.pod_groups]
+    sched.storage = storage = cluster.storage.copy()   # the volume plugins' (assumed into)
+    sched.workloads = cluster.workloads
+    sched.dra = None if cluster.dra.empty() else DraState(cluster.dra.copy())   # DynamicResources'
     if explain:
         res.explain = {}
     # Pending pods enter kube's scheduling queue at their creation time (the queue's clock), so
@@ -114,14 +133,23 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
             continue
         att = sched.schedule_one(p)
         res.attempts.append(att)
-        if att.scheduled:
-            binding: dict = {"pod": p.key, "node": att.node}
-            devices = table.gpu.devices_of(p.key)
-            if devices is not None:       # the GPUs it took (pods with GPU demand only)
-                binding["devices"] = list(devices)
-            res.bindings.append(binding)
-        else:
-            res.unschedulable.append({"pod": p.key, "message": att.message})
+        # a pod waiting on Permit is reported when its wait ends (below) or, still waiting, at the end
+        for a in ([] if att.waiting else [att]) + sched.resolve_waiting():
+            q_pod: Any = a.pod
+            if a.scheduled:
+                binding: dict = {"pod": q_pod.key, "node": a.node}
+                devices = table.gpu.devices_of(q_pod.key)
+                if devices is not None:       # the GPUs it took (pods with GPU demand only)
+                    binding["devices"] = list(devices)
+                claims = sched.dra.bound.get(q_pod.key) if sched.dra is not None else None
+                if claims:                    # the devices DynamicResources allocated to its claims
+                    binding["claims"] = claims
+                volumes = storage.decisions.get(q_pod.key)
+                if volumes:                   # the PVs VolumeBinding bound / the claims it provisions
+                    binding["volumes"] = volumes
+                res.bindings.append(binding)
+            else:
+                res.unschedulable.append({"pod": q_pod.key, "message": a.message})
         if att.nominated:
             res.nominations.append({"pod": p.key, "node": att.nominated})
         for victim, reason in att.evictions:
@@ -129,4 +157,8 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
             res.evictions.append({"pod": victim.key, "reason": reason})
         if res.explain is not None and att.explain is not None:     # res.explain is set with explain
             res.explain[p.key] = att.explain
+    # pods still waiting on Permit after the pass: assumed, not bound, no event yet (kube rejects
+    # them when their timeout fires; docs/kube/permit-and-coscheduling.md)
+    res.waiting = [{"pod": wp.pod.key, "node": wp.node, "plugins": wp.get_pending_plugins(),
+                    "timeoutSeconds": _number(min(wp.pending.values()))} for wp in sched.waiting_pods]
     return res

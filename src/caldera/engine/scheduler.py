@@ -14,11 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from ..api.storage import Storage
+from ..api.workloads import Workloads
 from ..config.types import SchedulerConfig
 from ..errors import ConfigError
 from ..framework.interface import CycleState
 from ..framework.runtime import Diagnosis, Framework, ScoreError
 from ..framework.status import Code, Status
+from ..framework.waiting import WaitingPod, WaitingPods
 from ..state.nodetable import NodeTable
 from .handle import Handle
 from .nominator import Nominator
@@ -106,6 +109,8 @@ class Attempt:
     evaluated: int = 0
     feasible: int = 0
     post_filtered: bool = False          # the PostFilter plugins ran (preemption was attempted)
+    waiting: str = ""                    # assumed on this node, waiting on Permit (binding not done)
+    pending_plugins: list = field(default_factory=list)     # the Permit plugins it waits for
 
     @property
     def scheduled(self) -> bool:
@@ -128,6 +133,9 @@ class Scheduler:
         self.explain = explain
         self.binder = binder
         self.pdbs: list = []
+        self.storage: Storage | None = None          # PVs, PVCs, classes (drivers that model storage)
+        self.workloads: Workloads | None = None     # namespaces and pod owners (None: not known)
+        self.dra: Any = None          # DynamicResources' DraState (None: no resource.k8s.io objects)
         self.nominator = Nominator(table)
         self.next_start = 0
         self._evictions: list | None = None
@@ -135,11 +143,22 @@ class Scheduler:
         self.on_selected: Callable | None = None     # (pod, node): a node was chosen, before assume
         self.workload: list | None = None            # the driver's pods (FGD's learned distribution)
         self.frameworks: dict[str, Framework] = {}
+        # Permit Wait (framework/waiting.py): one map for all profiles; a driver that finishes
+        # waiting pods' binding cycles sets `permit_waits` (else Wait is treated as approval)
+        self.waiting_pods = WaitingPods()
+        self.permit_waits = False
+        self.clock: Callable[[], float] = lambda: 0.0
+        self._resolved: list[WaitingPod] = []
+        self.pod_groups: dict = {}                   # scheduling.x-k8s.io PodGroups (Coscheduling)
+        self.pod_lister: Callable[[], list] | None = None
+        self.on_activate: Callable[[list], None] | None = None     # PodsToActivate (Handle.activate)
         for prof in config.profiles:
             if prof.scheduler_name in self.frameworks:
                 raise ConfigError(f"{config.source}: duplicate profile schedulerName {prof.scheduler_name!r}")
             h = Handle(self)
             fw = Framework(prof, registry, h)
+            fw.waiting_pods = self.waiting_pods
+            fw.clock = self._now
             h.framework = fw
             self.frameworks[prof.scheduler_name] = fw
         if not self.frameworks:
@@ -152,6 +171,35 @@ class Scheduler:
             self.extenders = build_extenders(config.extenders)
         # hasExtenderFilters || hasScoring: sampling looks for more than one feasible node
         self.extenders_filter_or_score = any(e.cfg.filter_verb or e.cfg.prioritize_verb for e in self.extenders)
+        # False: the driver's binder calls the binding extenders itself, in its binding threads (live
+        # mode: live/binder.py), and the bind plugins' binder is asked instead
+        self.extenders_bind_here = True
+
+    def _now(self) -> float:
+        return self.clock()
+
+    # ---- waiting pods ----------------------------------------------------------------
+    def expire_waiting(self, now: float) -> None:
+        """Fire the Permit timeouts due at `now` (the driver's clock); finish with resolve_waiting."""
+        if self.waiting_pods:
+            self.waiting_pods.expire(now)
+
+    def resolve_waiting(self) -> list[Attempt]:
+        """Finish the binding cycle of each waiting pod whose outcome is decided, in the order the
+        outcomes came (a rejection's Unreserve may decide more); their Attempts, now bound or not."""
+        done: list[Attempt] = []
+        while self._resolved:
+            wp = self._resolved.pop(0)
+            fwk, state, att = wp.context
+            s = fwk.wait_on_permit(wp.pod)
+            node, att.waiting, att.pending_plugins = att.waiting, "", []
+            self._evictions = att.evictions
+            try:
+                self._bind_after_permit(wp.pod, fwk, state, node, att, s or Status())
+            finally:
+                self._evictions = None
+            done.append(att)
+        return done
 
     # ---- effects plugins ask for ------------------------------------------------
     def nominate(self, pod, node_name: str) -> None:
@@ -161,6 +209,9 @@ class Scheduler:
             self.nominator.remove(pod.key)
 
     def evict(self, victim, reason: str) -> None:
+        wp = self.waiting_pods.get(victim.uid) if self.waiting_pods else None
+        if wp is not None:        # an assumed pod waiting on Permit: its deletion rejects it
+            wp.reject("", "removed")
         if self.table.node_of(victim.key) is not None:
             self.table.remove_pod(victim.key)
         self.nominator.remove(victim.key)
@@ -362,18 +413,34 @@ class Scheduler:
         if s.is_success():
             s = fwk.run_permit(state, pod, node)
             if s.code == Code.WAIT:
-                s = Status()  # one-pass drivers treat Wait as allow; live mode waits (see backends)
+                wp = self.waiting_pods.get(pod.uid)
+                if not self.permit_waits or wp is None:
+                    self.waiting_pods.remove(pod.uid)    # a driver without waiting: Wait approves
+                    s = Status()
+                else:
+                    # the binding cycle waits: the pod stays assumed; resolve_waiting finishes it
+                    self.nominator.remove(pod.key)
+                    wp.context = (fwk, state, att)
+                    wp.on_outcome = self._resolved.append
+                    att.waiting = node
+                    att.pending_plugins = wp.get_pending_plugins()
+                    return
+        self._bind_after_permit(pod, fwk, state, node, att, s)
+
+    def _bind_after_permit(self, pod, fwk: Framework, state, node: str, att: Attempt, s: Status) -> None:
+        table = self.table
         if s.is_success():
             s = fwk.run_pre_bind(state, pod, node)
         if s.is_success():
             bound = None
-            if self.extenders:
+            if self.extenders and self.extenders_bind_here:
                 from .extenders import extenders_binding
                 bound = extenders_binding(self.extenders, pod, node)
             s = fwk.run_bind(state, pod, node) if bound is None else bound
         if not s.is_success():
             fwk.run_unreserve(state, pod, node)
-            table.remove_pod(pod.key)
+            if table.node_of(pod.key) is not None:
+                table.remove_pod(pod.key)
             att.status = s
             att.message = s.message() if s.code == Code.ERROR else \
                 f"0/1 nodes are available: 1 {s.message()}."

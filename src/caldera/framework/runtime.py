@@ -39,6 +39,7 @@ from .protocols import (
     ScorePlugin,
 )
 from .status import Code, Status
+from .waiting import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 
 
 def distinct(statuses: Iterable[Status]) -> list[tuple[Status, int]]:
@@ -140,6 +141,9 @@ class Framework:
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.handle = handle
+        # pods waiting on Permit: the scheduler shares one map among its profiles (as kube does)
+        self.waiting_pods = WaitingPods()
+        self.clock: Callable[[], float] = lambda: 0.0    # the driver's time (waiting pods' timeouts)
         self.instances: dict[str, Plugin] = {}
         points: dict[str, list[Plugin]] = {}
         self.weights: dict[str, int] = {}
@@ -212,6 +216,7 @@ class Framework:
         """Returns (node names to restrict to or None, status). Skip marks the plugin's Filter off."""
         names: set[str] | None = None
         restricting: list[str] = []
+        unsched: Status | None = None
         for p in self.points.get("preFilter", []):
             r = p.pre_filter(state, pod)
             if isinstance(r, PreFilterResult):
@@ -230,9 +235,14 @@ class Framework:
                 state.skip_filter.add(p.name)
                 continue
             if not s.is_success():
+                if s.code == Code.UNSCHEDULABLE:
+                    # kube keeps running the later PreFilter plugins (their state is written)
+                    # and returns the last Unschedulable status
+                    unsched = s
+                    continue
                 return names, s
         state.write("__prefilter_restricting__", restricting)
-        return names, Status()
+        return names, unsched if unsched is not None else Status()
 
     def run_filters(self, state: CycleState, pod: Pod, table: NodeTable, idx: NodeRows
                     ) -> tuple[NodeRows, list[Rejection]]:
@@ -314,16 +324,26 @@ class Framework:
 
     def run_post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis
                         ) -> tuple[PostFilterResult | None, Status]:
-        last = Status.unschedulable()
+        # kube's RunPostFilterPlugins: stop at Success, Error or UnschedulableAndUnresolvable;
+        # otherwise every plugin runs and the reasons of all are joined (in plugin order), the
+        # last non-noop result kept, the first rejecting plugin named
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
         for p in self.points.get("postFilter", []):
-            result, s = p.post_filter(state, pod, diagnosis)
+            r, s = p.post_filter(state, pod, diagnosis)
             s = _as_status(s, p.name)
             if s.is_success():
-                return result, s
-            if s.code == Code.ERROR:
-                return None, s
-            last = s
-        return None, last
+                return r, s
+            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, s
+            if s.code != Code.UNSCHEDULABLE:
+                return None, Status.error(s.message(), plugin=p.name)
+            if r is not None:
+                result = r
+            reasons.extend(s.reasons)
+            rejector = rejector or p.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     def run_scores(self, state: CycleState, pod: Pod, table: NodeTable, idx: NodeRows, want_detail: bool = False
                    ) -> tuple[NodeScores, dict[str, NodeScores]]:
@@ -376,14 +396,39 @@ class Framework:
                 p.unreserve(state, pod, node)
 
     def run_permit(self, state: CycleState, pod: Pod, node: str) -> Status:
-        waiting: Status | None = None
+        """kube's RunPermitPlugins: a rejection stops at once; any other non-success is an Error
+        ("running Permit plugin ..."); when plugins asked to Wait (Status.timeout in seconds,
+        capped at 15 minutes) and none rejected, the pod is added to the waiting pods
+        (framework/waiting.py) and the result is Wait."""
+        timeouts: dict[str, float] | None = None
         for p in self.points.get("permit", []):
             s = _as_status(p.permit(state, pod, node), p.name)
-            if s.code == Code.WAIT:
-                waiting = s
-            elif not s.is_success():
+            if s.is_success():
+                continue
+            if s.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 return s
-        return waiting or Status()
+            if s.code == Code.WAIT:
+                if timeouts is None:
+                    timeouts = {}
+                timeouts[p.name] = min(max(float(s.timeout), 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            return Status.error(f'running Permit plugin "{p.name}": {s.message()}', plugin=p.name)
+        if timeouts is None:
+            return Status()
+        self.waiting_pods.add(WaitingPod(pod, node, timeouts, started=self.clock()))
+        return Status(Code.WAIT, f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+
+    def wait_on_permit(self, pod: Pod) -> Status | None:
+        """The outcome of a waiting pod (kube's WaitOnPermit, without blocking): None while it
+        still waits; Success once allowed (it then leaves the map); its rejection otherwise. A pod
+        that never waited is Success."""
+        wp = self.waiting_pods.get(pod.uid)
+        if wp is None:
+            return Status()
+        if wp.outcome is None:
+            return None
+        self.waiting_pods.remove(pod.uid)
+        return wp.outcome
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
         return self._run_simple("preBind", "pre_bind", state, pod, node)

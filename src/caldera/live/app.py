@@ -14,7 +14,7 @@ from ..batch.conf import VolcanoConf
 from ..errors import ConfigError
 from .binder import Binder
 from .cache import ClusterCache
-from .informer import Informer, wait_for_sync
+from .informer import RESOURCES, Informer, wait_for_sync
 from .leader import LeaderElectionConfig, LeaderElector
 from .loop import BatchLoop, KubeLoop
 from .metrics import SchedulerMetrics
@@ -123,12 +123,32 @@ class LiveScheduler:
                      on_delete=lambda o: c.on_priority_class(o, deleted=True)),
             Informer(api, "pods", on_add=c.on_pod_add, on_update=c.on_pod_update, on_delete=c.on_pod_delete),
         ]
+        if not self.batch:
+            # kube profiles: namespace labels (InterPodAffinity) and pod owners (PodTopologySpread's
+            # default constraints), as kube-scheduler's informers (deploy/clusterrole.yaml)
+            for plural in ("namespaces", "services", "replicationcontrollers", "replicasets", "statefulsets"):
+                add, upd, dele = c.workload_handlers(RESOURCES[plural].kind)
+                self.informers.append(Informer(api, plural, on_add=add, on_update=upd, on_delete=dele))
+            # Coscheduling (opt-in): scheduling.x-k8s.io PodGroups (live/xpodgroups.py)
+            kube_loop = self.loop
+            assert isinstance(kube_loop, KubeLoop)
+            if any(fw.plugin("Coscheduling") for fw in kube_loop.scheduler.frameworks.values()):
+                from .xpodgroups import RESOURCE as XPG
+                from .xpodgroups import XPodGroups
+                xpg = XPodGroups(kube_loop.scheduler.pod_groups, c)
+                self.informers.append(Informer(api, XPG, on_add=xpg.on_add, on_update=xpg.on_update,
+                                               on_delete=xpg.on_delete, name="podgroups.scheduling.x-k8s.io"))
         if self.batch:
             self.informers += [
                 Informer(api, "podgroups", on_add=c.on_podgroup, on_update=lambda o, n: c.on_podgroup(n),
                          on_delete=lambda o: c.on_podgroup(o, deleted=True)),
                 Informer(api, "queues", on_add=c.on_queue, on_update=lambda o, n: c.on_queue(n),
                          on_delete=lambda o: c.on_queue(o, deleted=True)),
+                # always, as Volcano informs them: allocate's HyperNode path serves any job with a
+                # networkTopology, with or without network-topology-aware; without the CRD the
+                # LIST is a 404 and the informer idles (synced, no HyperNodes)
+                Informer(api, "hypernodes", on_add=c.on_hypernode, on_update=lambda o, n: c.on_hypernode(n),
+                         on_delete=lambda o: c.on_hypernode(o, deleted=True)),
             ]
             # PDBs and ResourceQuotas only for a conf whose plugins read them: a conf without them
             # needs no rights on them (deploy/clusterrole.yaml), and readiness never waits on a
@@ -143,6 +163,11 @@ class LiveScheduler:
                     Informer(api, "resourcequotas", on_add=c.on_resource_quota,
                              on_update=lambda o, n: c.on_resource_quota(n),
                              on_delete=lambda o: c.on_resource_quota(o, deleted=True)))
+            if "numa-aware" in plugins:
+                self.informers.append(
+                    Informer(api, "numatopologies", on_add=c.on_numatopology,
+                             on_update=lambda o, n: c.on_numatopology(n),
+                             on_delete=lambda o: c.on_numatopology(o, deleted=True)))
         self.server = MetricsServer(self.opts.metrics_addr, metrics=self.metrics, ready=self.ready,
                                     profile=self.loop.profiler.request)
         self.thread: threading.Thread | None = None

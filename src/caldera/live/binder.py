@@ -8,6 +8,17 @@ never bound twice: a key with a bind in flight is refused, and a pod the API rep
 not queued again. A pod that took GPUs (docs/gpu.md) gets the `caldera.dev/gpu-devices`
 annotation with the Binding, and a pod Volcano's deviceshare placed gets the `volcano.sh/*`
 device annotations the session set on it (what Volcano's device plugins read).
+
+HTTP extenders (KubeSchedulerConfiguration `extenders`, engine/extenders.py): when the loop gives
+the binder `extenders` and one with `bindVerb` is interested in the pod, that extender binds it
+(extendersBinding, as kube's binding cycle asks the extenders before the bind plugins) and no
+Binding is POSTed; an ignorable one that fails passes to the next, and finally to the Binding. Its
+error is a failed bind (the pod is forgotten and queued again). Differences from kube-scheduler:
+the extender is asked from the bind threads after the bind plugins' binder took the pod (kube asks
+it before running the bind plugins; Caldera's only bind plugin is DefaultBinder, so the outcome is
+the same), and the annotations a Binding would carry (`caldera.dev/gpu-devices`, Volcano's device
+annotations) are PATCHed onto the pod after the extender bound it (extenderv1.ExtenderBindingArgs
+has no field for them).
 """
 from __future__ import annotations
 
@@ -25,6 +36,10 @@ from .status import pod_path
 VOLCANO_DEVICE_ANNOTATIONS = frozenset(GPUSHARE_ANNOTATIONS + VGPU_ANNOTATIONS)
 
 
+class ExtenderBindError(Exception):
+    """An extender with bindVerb failed to bind the pod (its Error, or the call failed)."""
+
+
 class Binder:
     def __init__(self, api, cache, *, workers: int = 16, on_bound: Callable | None = None,
                  on_failed: Callable | None = None, requeue: Callable | None = None):
@@ -39,6 +54,7 @@ class Binder:
         self.bound = 0
         self.failed = 0
         self.idle = threading.Condition(self.lock)
+        self.extenders: list = []       # HTTP extenders (engine/extenders.py); those with bindVerb bind
 
     def submit(self, pod, node: str, devices: tuple[int, ...] | None = None) -> bool:
         """Start binding `pod` to `node`; False if a bind for it is already in flight. `devices`:
@@ -71,7 +87,8 @@ class Binder:
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
-            self.api.request("POST", pod_path(pod, "binding"), body)
+            if not self._extender_bound(pod, node, annotations):
+                self.api.request("POST", pod_path(pod, "binding"), body)
         except ApiError as e:
             self._failed(pod, node, e)
         except Exception as e:  # connection dropped mid-request: the outcome is unknown
@@ -85,6 +102,21 @@ class Binder:
                 self.in_flight.discard(pod.key)
                 if not self.in_flight:
                     self.idle.notify_all()
+
+    def _extender_bound(self, pod, node: str, annotations: dict[str, str] | None) -> bool:
+        """extendersBinding: True when an extender bound the pod; ExtenderBindError when the
+        binding extender failed; False when none binds it (the Binding is POSTed)."""
+        if not self.extenders:
+            return False
+        from ..engine.extenders import extenders_binding
+        s = extenders_binding(self.extenders, pod, node)
+        if s is None:
+            return False
+        if not s.is_success():
+            raise ExtenderBindError(s.message())
+        if annotations:
+            self.api.request("PATCH", pod_path(pod), {"metadata": {"annotations": annotations}})
+        return True
 
     def _failed(self, pod, node: str, err) -> None:
         status = getattr(err, "status", None)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from ..api.gputopology import node_annotation as gpu_topology_annotation
 from ..api.objects import Node, Pod, PriorityClass
 from ..api.pdb import PodDisruptionBudget
 from ..api.resourcequota import ResourceQuota
+from ..api.workloads import Workloads, parse_workload
+from ..batch.api.numatopology import NumatopoInfo, parse_numatopology
 from ..errors import InputError
 from ..framework.queue.events import node_update_events
 from ..state.devices import PIN as GPU_PIN
-from ..state.nodetable import NodeTable
+from ..state.nodetable import ALLOCATABLE, LABELS, NodeTable
 
 
 class ClusterCache:
@@ -33,10 +36,18 @@ class ClusterCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.podgroups: dict[str, dict] = {}       # raw PodGroup objects, ns/name
         self.queues: dict[str, dict] = {}          # raw Queue objects, name
+        self.hypernodes: dict[str, dict] = {}      # raw HyperNode objects (checked), name
         # policy/v1 PDBs and v1 ResourceQuotas, ns/name (informed only for a Volcano conf with the
         # pdb / resourcequota plugin)
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.resource_quotas: dict[str, ResourceQuota] = {}
+        # Namespaces, Services, RCs, ReplicaSets, StatefulSets (informed for kube profiles only):
+        # the listers InterPodAffinity and PodTopologySpread read (the kube loop's scheduler.workloads)
+        self.workloads = Workloads()
+        # Numatopologies (numa-aware), by node name, as parsed (Volcano's NodeInfo.NumaInfo), and
+        # how each changed since the batch loop last read it (NumaChgFlag: NUMA_MORE / NUMA_LESS)
+        self.numatopologies: dict[str, NumatopoInfo] = {}
+        self.numa_changes: dict[str, str] = {}
         self.warn = on_warning or (lambda m: None)
         self.seq = 0
         self.changed = threading.Event()           # set on every event (the batch loop waits on it)
@@ -104,7 +115,8 @@ class ClusterCache:
     def on_node_update(self, old_raw, raw: dict) -> None:
         """A Node changed. One that changes nothing the scheduler reads (a kubelet heartbeat)
         only replaces the stored object; otherwise the row's columns are updated in place and
-        the queue hears the Node/UpdateXxx events of the change."""
+        the queue hears the Node/UpdateXxx events of the change. A change of the
+        caldera.dev/gpu-topology annotation alone re-reads that row's GPU topology."""
         with self.lock:
             node = self._node(raw)
             if node is None:
@@ -114,6 +126,12 @@ class ClusterCache:
                 return self.on_node_add(raw)
             old = self.table.nodes[i]
             changed = self.table.update_node(node)
+            if not changed & (ALLOCATABLE | LABELS) and \
+                    gpu_topology_annotation(old) != gpu_topology_annotation(node):
+                # caldera.dev/gpu-topology alone changed: the row's GPU links (island/NUMA columns)
+                # anew; the GPUs the node's pods hold stay where they are
+                self.table.gpu.node_changed(i, node, self.table.pods[i])
+                self.changed.set()
             events = node_update_events(old, node) if self.queue is not None else []
             for ev in events:
                 self.queue.move_all_to_active_or_backoff(ev, old, node)
@@ -278,6 +296,44 @@ class ClusterCache:
                 self.queues[name] = raw
             self.changed.set()
 
+    def on_hypernode(self, raw: dict, deleted: bool = False) -> None:
+        """A HyperNode (topology.volcano.sh/v1alpha1): one that does not parse is left out of the
+        sessions with a warning, as Volcano's cache skips what it cannot use."""
+        from ..batch.api.hypernode import parse_hypernode
+        name = (raw.get("metadata") or {}).get("name") or ""
+        with self.lock:
+            if deleted:
+                self.hypernodes.pop(name, None)
+            else:
+                raw = {**raw, "kind": "HyperNode"}       # (list items may come without their kind)
+                try:
+                    parse_hypernode(raw)
+                    self.hypernodes[name] = raw
+                except InputError as e:
+                    self.hypernodes.pop(name, None)
+                    self.warn(f"HyperNode {name}: {e}; ignored")
+            self.changed.set()
+
+    def on_numatopology(self, raw: dict, deleted: bool = False) -> None:
+        """A Numatopology (nodeinfo.volcano.sh/v1alpha1), as Volcano's cache takes it (addNumaInfo /
+        deleteNumaInfo): the new object replaces the old, flagged NUMA_MORE when it is the first or
+        `numa_more` holds, else NUMA_LESS; the batch loop merges it into the CPUs it keeps
+        (live/loop.py BatchLoop.snapshot). One that does not parse is dropped with a warning."""
+        name = str((raw.get("metadata") or {}).get("name") or "")
+        with self.lock:
+            info = None
+            if not deleted:
+                try:
+                    info = parse_numatopology(raw)
+                except InputError as e:
+                    self.warn(f"Numatopology {name}: {e}; ignored")
+            old = self.numatopologies.pop(name, None)
+            self.numa_changes.pop(name, None)
+            if info is not None:
+                self.numatopologies[name] = info
+                self.numa_changes[name] = NUMA_MORE if old is None or numa_more(old, info) else NUMA_LESS
+            self.changed.set()
+
     def on_pdb(self, raw: dict, deleted: bool = False) -> None:
         meta = raw.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -292,6 +348,25 @@ class ClusterCache:
                     self.warn(f"PodDisruptionBudget {key}: {e}; ignored")
             self.changed.set()
 
+    def workload_handlers(self, kind: str):
+        """(on_add, on_update, on_delete) for an informer of `kind` (Namespace, Service,
+        ReplicationController, ReplicaSet, StatefulSet). An object that does not parse is left
+        out with a warning, as if it did not exist. No queue moves: kube-scheduler registers no
+        cluster event for these kinds with InterPodAffinity or PodTopologySpread."""
+        def on(raw: dict, deleted: bool = False) -> None:
+            meta = raw.get("metadata") or {}
+            name = str(meta.get("name") or "")
+            ns = "" if kind == "Namespace" else str(meta.get("namespace") or "default")
+            with self.lock:
+                if not deleted:
+                    try:
+                        self.workloads.add(parse_workload(kind, raw))
+                        return
+                    except InputError as e:
+                        self.warn(f"{kind} {f'{ns}/' if ns else ''}{name}: {e}; ignored")
+                self.workloads.remove(kind, ns, name)
+        return on, (lambda old, new: on(new)), (lambda old: on(old, deleted=True))
+
     def on_resource_quota(self, raw: dict, deleted: bool = False) -> None:
         meta = raw.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -305,3 +380,16 @@ class ClusterCache:
                     self.resource_quotas.pop(key, None)
                     self.warn(f"ResourceQuota {key}: {e}; ignored")
             self.changed.set()
+
+
+NUMA_MORE, NUMA_LESS = "more", "less"
+
+
+def numa_more(old: NumatopoInfo, new: NumatopoInfo) -> bool:
+    """NumatopoInfo.Compare: True when some resource of `old` has no more free ids than in `new`
+    (the kubelet's resources grew or stayed; a resource `new` lacks counts as empty there)."""
+    for res, r in old.numa_res.items():
+        got = new.numa_res.get(res)
+        if len(r.allocatable) <= (len(got.allocatable) if got is not None else 0):
+            return True
+    return False

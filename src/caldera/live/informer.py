@@ -52,10 +52,22 @@ RESOURCES = {
     "priorityclasses": Resource("priorityclasses", "scheduling.k8s.io/v1", False, "PriorityClass"),
     "podgroups": Resource("podgroups", "scheduling.volcano.sh/v1beta1", True, "PodGroup"),
     "queues": Resource("queues", "scheduling.volcano.sh/v1beta1", False, "Queue"),
+    # network topology (Volcano's HyperNode CRD; 404 when it is not installed: the informer idles)
+    "hypernodes": Resource("hypernodes", "topology.volcano.sh/v1alpha1", False, "HyperNode"),
+    # NUMA layouts (Volcano's Numatopology CRD, written by its resource exporter), only for a conf
+    # with the numa-aware plugin (app.py); 404 when the CRD is not installed: the informer idles
+    "numatopologies": Resource("numatopologies", "nodeinfo.volcano.sh/v1alpha1", False, "Numatopology"),
     # read only by Volcano's pdb and resourcequota plugins (app.py starts them only for a conf
     # that enables those plugins)
     "poddisruptionbudgets": Resource("poddisruptionbudgets", "policy/v1", True, "PodDisruptionBudget"),
     "resourcequotas": Resource("resourcequotas", "v1", True, "ResourceQuota"),
+    # kube profiles (app.py): namespace labels for InterPodAffinity's namespaceSelector, and the
+    # pod owners whose selectors PodTopologySpread's default constraints use (api/workloads.py)
+    "namespaces": Resource("namespaces", "v1", False, "Namespace"),
+    "services": Resource("services", "v1", True, "Service"),
+    "replicationcontrollers": Resource("replicationcontrollers", "v1", True, "ReplicationController"),
+    "replicasets": Resource("replicasets", "apps/v1", True, "ReplicaSet"),
+    "statefulsets": Resource("statefulsets", "apps/v1", True, "StatefulSet"),
 }
 
 

@@ -19,8 +19,10 @@ import pstats
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from ..batch.api.info import FAILED, RUNNING, SUCCEEDED
+from ..batch.api.numatopology import NumaResource, NumatopoInfo, format_cpuset
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins
 from ..framework.status import Code, Status
@@ -109,7 +111,16 @@ class KubeLoop(_Loop):
                  can_act=lambda: True, registry=None, tracer=None):
         super().__init__(cache, status, metrics, can_act, tracer)
         self.scheduler = Scheduler(config, cache.table, registry, seed=seed, binder=self._bind)
+        self.scheduler.workloads = cache.workloads      # the Namespace / Service / controller informers'
         self.scheduler.on_evict = self._evicted
+        # Permit Wait: a waiting pod's binding cycle ends off the scheduling loop's cycle (kube runs
+        # it in a goroutine): when another pod's plugin allows or rejects it, when its timeout
+        # fires (checked every loop turn), or when it is deleted (_finish_waiting)
+        self.scheduler.permit_waits = True
+        self.scheduler.clock = time.monotonic
+        self.scheduler.pod_lister = lambda: list(cache.pods.values())
+        self._waiting: dict = {}                    # pod key -> its QueuedPodInfo while it waits
+        self.scheduler.on_activate = self._activate       # Coscheduling's siblings (cache lock held)
         self._t0 = 0.0                              # start of the current cycle (perf_counter)
         self._scheduled: dict[str, tuple[int, float | None]] = {}   # pod -> (attempts, first attempt) until bound
         self._next_cache_metrics = 0.0
@@ -132,6 +143,11 @@ class KubeLoop(_Loop):
                                      hints=hints_from_plugins(plugins), recorder=metrics)
         cache.queue = self.queue
         self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
+        if any(e.is_binder() for e in self.scheduler.extenders):
+            # an extender with bindVerb binds in the binding threads, as kube's binding cycle
+            # (extendersBinding) runs off the scheduling loop (live/binder.py)
+            self.scheduler.extenders_bind_here = False
+            self.binder.extenders = self.scheduler.extenders
         self._current = None
         self.cycles = 0
         self.pending_writes: dict = {}
@@ -176,6 +192,8 @@ class KubeLoop(_Loop):
                 time.sleep(0.1)
                 continue
             with self.cache.lock:
+                if self._waiting:
+                    self._finish_waiting(expire=True)
                 self.queue.flush_backoff_completed()
                 self.queue.flush_unschedulable_leftover()
                 qpi = self.queue.pop()
@@ -230,11 +248,15 @@ class KubeLoop(_Loop):
             if self.metrics is not None:    # before the bind is handed over: it may finish first
                 self._scheduled[pod.key] = (qpi.attempts, qpi.initial_attempt)
             att = self.scheduler.schedule_one(pod)
-            if not att.scheduled:
+            if not att.scheduled and not att.waiting:
                 self._scheduled.pop(pod.key, None)
             self._current = None
             self.cycles += 1
-            if att.scheduled:
+            if att.waiting:           # assumed, waiting on Permit: in flight until its wait ends
+                self.cache.assumed[pod.key] = att.waiting
+                self._waiting[pod.key] = qpi
+                result = "scheduled"
+            elif att.scheduled:
                 self.queue.done(pod.key)
                 result = "scheduled"
             else:
@@ -250,7 +272,10 @@ class KubeLoop(_Loop):
             self.metrics.attempt(result, att.profile, time.perf_counter() - t0)
             if att.post_filtered and "DefaultPreemption" in self._post_filters(att.profile):
                 self.metrics.preemption(len(att.evictions))
-        if not att.scheduled:
+        if self._waiting:
+            with self.cache.lock:
+                self._finish_waiting()
+        if not att.scheduled and not att.waiting:
             self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
             if len(self.pending_writes) > self._prune_writes_at:
                 # pods deleted before a retry: drop finished writes (each holds its pod), and scan
@@ -258,6 +283,40 @@ class KubeLoop(_Loop):
                 self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
                 self._prune_writes_at = max(256, 2 * len(self.pending_writes))
 
+
+    def _activate(self, pods: list) -> None:
+        self.queue.activate(pods)
+
+    def _finish_waiting(self, expire: bool = False) -> None:
+        """The binding cycles of the waiting pods whose wait ended (cache lock held): a deleted
+        pod is rejected ("removed", kube's RejectWaitingPod); with `expire`, timeouts due fire.
+        Allowed pods went on to PreBind / Bind (the binder); rejected ones were unreserved and are
+        forgotten (an assigned-pod delete for the others) and requeued with their status written."""
+        sched = self.scheduler
+        for key in [k for k in self._waiting if k not in self.cache.pods]:
+            wp = sched.waiting_pods.get(self._waiting[key].pod.uid)
+            if wp is not None:
+                wp.reject("", "removed")
+        if expire:
+            sched.expire_waiting(sched.clock())
+        for att in sched.resolve_waiting():
+            pod: Any = att.pod
+            qpi = self._waiting.pop(pod.key, None)
+            if qpi is None:
+                continue
+            if att.scheduled:
+                self.queue.done(pod.key)
+                continue
+            self._scheduled.pop(pod.key, None)
+            self.cache.assumed.pop(pod.key, None)
+            pod.node_name = ""
+            self.queue.move_all_to_active_or_backoff("Pod/Delete", pod, None)
+            if pod.key not in self.cache.pods:
+                self.queue.done(pod.key)
+                continue
+            qpi.unschedulable_plugins = set(att.unschedulable_plugins)
+            self.queue.add_unschedulable_if_not_present(qpi)
+            self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
 
     def _post_filters(self, profile: str) -> list[str]:
         fw = self.scheduler.frameworks.get(profile)
@@ -280,6 +339,9 @@ class BatchLoop(_Loop):
         self._pod_msgs: dict[str, str] = {}        # pod -> last unschedulable message written
         self._pg_events: dict[str, list] = {}      # PodGroup -> the session events last written for it
         self._job_series: set[str] = set()         # jobs with a volcano_unschedule_task_count series
+        # numa-aware: the free CPUs the scheduler keeps per node (Volcano's NumaSchedulerInfo): the
+        # Numatopology's, less what the sessions since gave (see snapshot and run_once)
+        self._numa: dict[str, NumatopoInfo] = {}
 
     def snapshot(self):
         """The cache as a Cluster for one session: pods with a bind in flight count as bound."""
@@ -296,11 +358,53 @@ class BatchLoop(_Loop):
                 c.pods.append(p)
             c.other = [("<cluster>", raw) for raw in self.cache.queues.values()] + \
                       [("<cluster>", raw) for raw in self.cache.podgroups.values()]
+            # HyperNodes in name order (the tree does not depend on event order)
+            c.other += [("<cluster>", self.cache.hypernodes[k]) for k in sorted(self.cache.hypernodes)]
             # the pdb / resourcequota plugins' listers (empty unless app.py informs them), in
             # name order: a session's decisions must not depend on the order events came in
             c.pdbs = [self.cache.pdbs[k] for k in sorted(self.cache.pdbs)]
             c.resource_quotas = [self.cache.resource_quotas[k] for k in sorted(self.cache.resource_quotas)]
+            c.other += [("<cluster>", numa_manifest(info)) for info in self._numa_refresh()]
         return c
+
+    def _numa_refresh(self) -> list[NumatopoInfo]:
+        """RefreshNumaSchedulerInfoByCrd for the nodes there are (cache lock held), in name order: a
+        node's kept CPUs become its Numatopology's when it is new or flagged more; flagged less,
+        each resource takes the Numatopology's free ids when they are no more than the kept ones."""
+        from .cache import NUMA_LESS, NUMA_MORE
+        crds, changes = self.cache.numatopologies, self.cache.numa_changes
+        index = self.cache.table.index
+        for name in [n for n in self._numa if n not in crds]:
+            del self._numa[name]
+        out = []
+        for name in sorted(crds):
+            if name not in index:
+                continue
+            crd, flag, kept = crds[name], changes.pop(name, ""), self._numa.get(name)
+            if kept is None or flag == NUMA_MORE:
+                res = {k: NumaResource(r.allocatable, r.capacity) for k, r in crd.numa_res.items()}
+                kept = self._numa[name] = NumatopoInfo(name, dict(crd.policies), res, crd.cpu_detail,
+                                                       dict(crd.res_reserved_milli))
+            elif flag == NUMA_LESS:
+                for res, r in crd.numa_res.items():
+                    mine = kept.numa_res.get(res)
+                    if mine is None:
+                        kept.numa_res[res] = NumaResource(r.allocatable, r.capacity)
+                    elif len(mine.allocatable) >= len(r.allocatable):
+                        mine.allocatable, mine.capacity = r.allocatable, r.capacity
+            out.append(kept)
+        return out
+
+    def numa_closed(self, ssn) -> None:
+        """numa-aware's OnSessionClose (UpdateSchedulerNumaInfo): the CPUs of the tasks it placed
+        are taken from the kept ones, until the next Numatopology of the node says otherwise."""
+        numa = ssn.plugins.get("numa-aware")
+        if numa is None:
+            return
+        for uid, node in numa.bound_to.items():
+            sets, kept = numa.assign.get(uid, {}).get(node), self._numa.get(node)
+            if sets and kept is not None:
+                kept.allocate(sets)
 
     def run(self) -> None:
         while not self.stopping.is_set():
@@ -334,6 +438,7 @@ class BatchLoop(_Loop):
         self.sessions += 1
         ssn = res.session
         assert ssn is not None          # run_session returns the closed session
+        self.numa_closed(ssn)
         gpus = ssn.nodes.table.gpu        # the GPUs tasks took in the session (docs/gpu.md)
         for t, node in ssn.bound:
             self.binder.submit(t.pod, node, gpus.devices_of(t.pod.key))
@@ -396,3 +501,15 @@ class BatchLoop(_Loop):
             self._job_series = set(ssn.unready_tasks)
             for plugin, on_session, ms in ssn.plugin_timings:
                 m.session_plugin(plugin, on_session, ms)
+
+
+def numa_manifest(info: NumatopoInfo) -> dict:
+    """The Numatopology manifest of the CPUs a session is to see (build_snapshot parses it back)."""
+    spec = {"policies": dict(info.policies),
+            "numares": {k: {"allocatable": format_cpuset(r.allocatable), "capacity": r.capacity}
+                        for k, r in info.numa_res.items()},
+            "cpuDetail": {str(c): {"numa": d.numa, "socket": d.socket, "core": d.core}
+                          for c, d in info.cpu_detail.items()},
+            "resReserved": {k: f"{v}m" for k, v in info.res_reserved_milli.items()}}
+    return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+            "metadata": {"name": info.name}, "spec": spec}

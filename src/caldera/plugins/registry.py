@@ -12,8 +12,10 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ..errors import ConfigError
+from .coscheduling import Coscheduling
 from .defaultbinder import DefaultBinder
 from .defaultpreemption.plugin import DefaultPreemption
+from .dynamicresources.plugin import DynamicResources
 from .gpu.devices import GPUDevices
 from .gpu.policies import FGD, BestFit, DotProd, GpuClustering, GpuPacking, Random
 from .gpu.topology import GPUTopology
@@ -49,6 +51,7 @@ IN_TREE: Mapping[str, Factory] = {
     "InterPodAffinity": InterPodAffinity,
     "ImageLocality": ImageLocality,
     "DefaultPreemption": DefaultPreemption,
+    "DynamicResources": DynamicResources,
     "DefaultBinder": DefaultBinder,
     "VolumeRestrictions": VolumeRestrictions,
     "NodeVolumeLimits": NodeVolumeLimits,
@@ -64,6 +67,8 @@ IN_TREE: Mapping[str, Factory] = {
     "BestFit": BestFit,
     "FGD": FGD,
     "GPUTopology": GPUTopology,
+    # scheduler-plugins' Coscheduling (PodGroups scheduling.x-k8s.io; opt-in, not in the default profile)
+    "Coscheduling": Coscheduling,
 }
 
 

@@ -1,5 +1,9 @@
 """TaintToleration: NoSchedule/NoExecute taints the pod does not tolerate reject the node;
-untolerated PreferNoSchedule taints lower its score (normalised in reverse)."""
+untolerated PreferNoSchedule taints lower its score (normalised in reverse).
+
+kube v1.35's Filter reason is "node(s) had untolerated taint(s)" (it no longer names the taint);
+Volcano v1.15.1's predicates run this same plugin of the k8s v1.35.3 it vendors, with the same
+reason."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +13,8 @@ from ..framework.interface import Plugin
 from ..framework.runtime import default_normalize
 from ..framework.status import Status
 from ..state.nodetable import TAINTS
+
+_UNTOLERATED = Status.unresolvable("node(s) had untolerated taint(s)", plugin="TaintToleration")
 
 
 def _interned(table, effects: tuple[str, ...], key: str):
@@ -72,9 +78,7 @@ class TaintToleration(Plugin):
         return ok[ids[idx]]
 
     def filter_status(self, state, pod, table, i):
-        ids, _ = hard_taints(table)
-        t = self._verdicts(state, pod, table)[ids[i]]
-        return Status.unresolvable(f"node(s) had untolerated taint {t.display()}")
+        return _UNTOLERATED
 
     def pre_score(self, state, pod, table, idx):
         tols = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))

@@ -25,7 +25,15 @@ class KubeSim(Simulation):
         if workload.resource_quotas:        # (read by Volcano's resourcequota plugin only)
             self.warnings.append(f"{len(workload.resource_quotas)} ResourceQuota(s) of the workload are not used "
                                  "by a kube-scheduler configuration")
-        self.scheduler.on_evict = lambda victim, reason: self.evicted(victim)
+        self.scheduler.on_evict = self._on_evict
+        # Permit Wait in virtual time (framework/waiting.py): the binding cycle of a waiting pod
+        # ends when it is allowed, rejected, or its timeout fires on the simulation's clock
+        self.scheduler.permit_waits = True
+        self.scheduler.clock = lambda: self.now
+        self.scheduler.pod_groups = {**cluster.pod_groups, **workload.pod_groups}
+        self.scheduler.pod_lister = lambda: [*self.live.values(), *self.pending.values()]
+        self._waiting: dict[str, Any] = {}          # pod key -> its QueuedPodInfo, while it waits
+        self.scheduler.on_activate = self._activate
         fw0 = self.scheduler.default_framework
         sort_plugin = fw0.points["queueSort"][0]
         plugins = [p for fw in self.scheduler.frameworks.values() for p in fw.instances.values()]
@@ -53,7 +61,47 @@ class KubeSim(Simulation):
             self.scheduler.nominator.add(pod, pod.nominated_node_name)
         self.queue.add(pod)
 
+    def _on_evict(self, victim: Pod, reason: str) -> None:
+        if victim.key in self._waiting:     # a pod waiting on Permit: rejected (Scheduler.evict), requeued
+            return
+        self.evicted(victim)
+
+    def _activate(self, pods: list) -> None:
+        self.queue.activate(pods)
+
+    def _finish_waiting(self) -> None:
+        """The binding cycles of the waiting pods whose wait ended: bound, or back to the queue."""
+        for att in self.scheduler.resolve_waiting():
+            pod: Any = att.pod
+            qpi = self._waiting.pop(pod.key, None)
+            if qpi is None:
+                continue
+            if not att.scheduled:     # forgetting the assumed pod is an assigned-pod delete (kube)
+                self.queue.assigned_pod_deleted(pod)
+            self._outcome(qpi, att)
+
+    def _outcome(self, qpi: Any, att: Any) -> None:
+        q, pod = self.queue, qpi.pod
+        if att.waiting:
+            self._waiting[pod.key] = qpi
+        elif att.scheduled:
+            q.done(pod.key)
+            self.bound(pod, att.node)
+            devices = self.table.gpu.devices_of(pod.key)
+            if devices is not None:
+                self.records[pod.key].devices = format_devices(devices)
+        else:
+            qpi.unschedulable_plugins = set(att.unschedulable_plugins)
+            q.add_unschedulable_if_not_present(qpi)
+
     def wakeup(self, events_ahead: bool) -> float | None:
+        w = self.scheduler.waiting_pods.next_deadline() if self._waiting else float("inf")
+        t = self._wakeup(events_ahead)
+        if w == float("inf"):
+            return t
+        return w if t is None else min(t, w)
+
+    def _wakeup(self, events_ahead: bool) -> float | None:
         b = self.queue.next_backoff_time()
         if not events_ahead:
             return b          # without further events a pod in the unschedulable pool stays there
@@ -64,6 +112,9 @@ class KubeSim(Simulation):
 
     def schedule(self) -> None:
         q = self.queue
+        if self._waiting:
+            self.scheduler.expire_waiting(self.now)
+            self._finish_waiting()
         q.flush_backoff_completed()
         q.flush_unschedulable_leftover()
         while (qpi := q.pop()) is not None:
@@ -72,15 +123,9 @@ class KubeSim(Simulation):
             t0 = time.perf_counter()
             att = self.scheduler.schedule_one(pod)
             dt = time.perf_counter() - t0
-            if att.scheduled:
-                q.done(pod.key)
-                self.bound(pod, att.node)
-                devices = self.table.gpu.devices_of(pod.key)
-                if devices is not None:
-                    self.records[pod.key].devices = format_devices(devices)
-            else:
-                qpi.unschedulable_plugins = set(att.unschedulable_plugins)
-                q.add_unschedulable_if_not_present(qpi)
+            self._outcome(qpi, att)
+            if self._waiting:
+                self._finish_waiting()
             self.charge_cycle(dt)
             if self.charge:
                 q.flush_backoff_completed()

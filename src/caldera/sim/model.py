@@ -43,8 +43,8 @@ class NodeEvent:
 @dataclass
 class Workload:
     pods: list[SimPod] = field(default_factory=list)
-    # Volcano objects (PodGroups, Queues) as (source, manifest), for Volcano configurations;
-    # a PodGroup takes part once its first pod has arrived
+    # Volcano objects (PodGroups, Queues, HyperNodes) as (source, manifest), for Volcano
+    # configurations; a PodGroup takes part once its first pod has arrived, HyperNodes from t = 0
     volcano_objects: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     node_events: list[NodeEvent] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -56,6 +56,8 @@ class Workload:
     # replay), beside the cluster's own; read by Volcano's pdb and resourcequota plugins
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)
+    # scheduling.x-k8s.io PodGroups (the Coscheduling plugin's), by namespace/name, there from t = 0
+    pod_groups: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,6 +73,22 @@ class PodRecord:
     outcome: str = "pending"        # completed | running | pending
     queue: str = ""
     devices: str = ""               # the GPUs of its last run ("0,1"; docs/gpu.md)
+    cpuset: str = ""                # the CPUs Volcano's numa-aware gave its last run ("4-7")
+
+
+@dataclass
+class JobRecord:
+    """One row of jobs.csv (Volcano runs over a cluster with HyperNodes): a PodGroup, where its
+    pods ran (their last run), and the lowest-tier HyperNode holding all those nodes (the cost of
+    spreading: tier 1 is one leaf HyperNode; the cluster top is one tier above the highest)."""
+    job: str
+    queue: str
+    pods: int                       # pods of the group in the workload and the cluster
+    placed: int = 0                 # of them, pods that ran
+    hypernode: str = ""             # "" when none ran; "<cluster-top-hypernode>" when spread over it
+    tier: int | None = None
+    top: bool = False               # hypernode is the cluster top
+    allocated_hypernode: str = ""   # the HyperNode Volcano last kept for the job (networkTopology jobs)
 
 
 @dataclass
@@ -95,7 +113,8 @@ class SimResult:
     wall_seconds: float = 0.0
     peak_rss_mib: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    jobs: list[JobRecord] = field(default_factory=list)     # jobs.csv: only with HyperNodes (Volcano)
 
 
 __all__ = ["ARRIVAL_ANNOTATION", "DEFAULT_GRACE_SECONDS", "DURATION_ANNOTATION", "RETARGETED_SCHEDULERS", "Cluster",
-           "NodeEvent", "PodRecord", "SimPod", "SimResult", "Workload"]
+           "JobRecord", "NodeEvent", "PodRecord", "SimPod", "SimResult", "Workload"]

@@ -1,5 +1,5 @@
-"""The files `caldera simulate` writes: per run pods.csv, summary.json and timeseries.csv
-(`write_run`); across runs the comparison plots and a self-contained report.html
+"""The files `caldera simulate` writes: per run pods.csv, summary.json, timeseries.csv and, for
+a Volcano run over HyperNodes, jobs.csv (`write_run`); across runs the comparison plots and a self-contained report.html
 (`write_comparison`)."""
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .model import PodRecord, SimResult
+from .model import JobRecord, PodRecord, SimResult
 from .plots import write_plots
 from .summary import rounded, summarize
 
 POD_COLUMNS = ("pod", "arrival", "start", "end", "node", "attempts", "evictions", "outcome", "queue")
+JOB_COLUMNS = ("job", "queue", "pods", "placed", "hypernode", "tier", "allocated_hypernode")
 DEVICES_COLUMN = "devices"          # the GPUs a pod took, only when some pod did
+CPUSET_COLUMN = "cpuset"            # the CPUs numa-aware pinned for a pod, only when it did for some pod
 MAX_WARNINGS_SHOWN = 20
 MISSING = "\u2013"     # an en dash in the table for a figure that could not be computed
 
@@ -39,12 +41,18 @@ def cell(x: float | int | str | None) -> str:
     return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
 
 
-def pod_row(p: PodRecord, devices: bool = False) -> Row:
+def pod_row(p: PodRecord, devices: bool = False, cpuset: bool = False) -> Row:
     row = [p.pod, cell(p.arrival), cell(p.start), cell(p.end), p.node, cell(p.attempts), cell(p.evictions),
            p.outcome, p.queue]
     if devices:
         row.append(p.devices)
+    if cpuset:
+        row.append(p.cpuset)
     return row
+
+
+def job_row(j: JobRecord) -> Row:
+    return [j.job, j.queue, cell(j.pods), cell(j.placed), j.hypernode, cell(j.tier), j.allocated_hypernode]
 
 
 def timeseries_header(r: SimResult) -> Row:
@@ -70,16 +78,20 @@ def write_csv(path: Path, header: Sequence[str], rows: Sequence[Row]) -> None:
 
 
 def write_run(out_dir: Path, r: SimResult) -> None:
-    """out_dir/pods.csv (one row per pod, POD_COLUMNS, plus `devices` when some pod took GPUs),
+    """out_dir/pods.csv (one row per pod, POD_COLUMNS, plus `devices` when some pod took GPUs and
+    `cpuset` when numa-aware pinned CPUs for some pod),
     out_dir/summary.json (`summarize`) and out_dir/timeseries.csv (time, allocated_<res> and
     alloc_ratio_<res> per resource, pending, running, share_<queue> per queue)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     devices = any(p.devices for p in r.records)
-    write_csv(out_dir / "pods.csv", POD_COLUMNS + (DEVICES_COLUMN,) if devices else POD_COLUMNS,
-              [pod_row(p, devices) for p in r.records])
+    cpuset = any(p.cpuset for p in r.records)
+    header = POD_COLUMNS + ((DEVICES_COLUMN,) if devices else ()) + ((CPUSET_COLUMN,) if cpuset else ())
+    write_csv(out_dir / "pods.csv", header, [pod_row(p, devices, cpuset) for p in r.records])
     text = json.dumps(summarize(r), indent=2, allow_nan=False)
     (out_dir / "summary.json").write_text(text + "\n", encoding="utf-8")
     write_csv(out_dir / "timeseries.csv", timeseries_header(r), [timeseries_row(r, k) for k in range(len(r.times))])
+    if r.jobs:      # (a Volcano run over HyperNodes: JOB_COLUMNS, one row per PodGroup with pods)
+        write_csv(out_dir / "jobs.csv", JOB_COLUMNS, [job_row(j) for j in r.jobs])
 
 
 # ---- across runs -----------------------------------------------------------------------------
@@ -110,7 +122,16 @@ def alloc_cell(res: str) -> Callable[[dict[str, Any]], str]:
     return lambda s: percent(s["alloc_ratio"].get(res))
 
 
-def table_columns(resources: Sequence[str]) -> list[Column]:
+def tiers_cell(s: dict[str, Any]) -> str:
+    """jobs_per_tier as "t1 5 · t2 2 · top 1" (MISSING without HyperNodes)."""
+    per = s.get("jobs_per_tier")
+    if per is None:
+        return MISSING
+    return " \u00b7 ".join(f"{'top' if k == 'cluster_top' else 't' + k.removeprefix('tier_')} {n}"
+                           for k, n in per.items())
+
+
+def table_columns(resources: Sequence[str], tiers: bool = False) -> list[Column]:
     """The comparison table's columns: (header, cell of a summary)."""
     cols: list[Column] = [
         ("run", lambda s: s["name"] + (" (stopped early)" if s["stopped_early"] else "")),
@@ -126,6 +147,8 @@ def table_columns(resources: Sequence[str]) -> list[Column]:
         ("makespan", lambda s: duration(s["makespan"])),
     ]
     cols += [(f"alloc {res}", alloc_cell(res)) for res in resources]
+    if tiers:
+        cols.append(("jobs per tier", tiers_cell))
     cols += [
         ("GPU fragmentation (milli)", lambda s: number(s["gpu_fragmentation_milli"], 0)),
         ("cycle p50 (ms)", lambda s: number(s["cycle_ms"]["p50"])),
@@ -136,7 +159,7 @@ def table_columns(resources: Sequence[str]) -> list[Column]:
 
 
 def html_table(summaries: Sequence[dict[str, Any]], resources: Sequence[str]) -> str:
-    cols = table_columns(resources)
+    cols = table_columns(resources, any("jobs_per_tier" in s for s in summaries))
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in cols)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(s))}</td>" for _, fmt in cols) + "</tr>\n"
                    for s in summaries)

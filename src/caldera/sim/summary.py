@@ -107,6 +107,25 @@ def cycle_ms(cycle_seconds: Sequence[float]) -> dict[str, float | None]:
     return {"p50": rounded(float(np.percentile(ms, 50))), "p99": rounded(float(np.percentile(ms, 99)))}
 
 
+def jobs_per_tier(r: SimResult) -> dict[str, int]:
+    """The cost of spreading (Volcano runs over HyperNodes): how many PodGroups with a pod that
+    ran landed within one HyperNode of each tier ("tier_1", "tier_2", ...: the tier of the lowest
+    HyperNode holding all their nodes) or only within the cluster top ("cluster_top"); keys in
+    tier order, every tier seen in the run's jobs.csv."""
+    tiers: dict[int, int] = {}
+    top = 0
+    for j in r.jobs:
+        if not j.placed or j.tier is None:
+            continue
+        if j.top:
+            top += 1
+        else:
+            tiers[j.tier] = tiers.get(j.tier, 0) + 1
+    out = {f"tier_{t}": tiers[t] for t in sorted(tiers)}
+    out["cluster_top"] = top
+    return out
+
+
 def summarize(r: SimResult) -> dict[str, Any]:
     """The content of summary.json (see the module docstring for units and conventions)."""
     out: dict[str, Any] = {
@@ -120,6 +139,8 @@ def summarize(r: SimResult) -> dict[str, Any]:
     }
     if r.queue_names:
         out["queue_share"] = queue_shares(r)
+    if r.jobs:
+        out["jobs_per_tier"] = jobs_per_tier(r)
     out.update({
         "gpu_fragmentation_milli": rounded(r.gpu_fragmentation),
         "cycle_ms": cycle_ms(r.cycle_seconds),
@@ -132,4 +153,4 @@ def summarize(r: SimResult) -> dict[str, Any]:
     return out
 
 
-__all__ = ["distribution", "rounded", "step_mean", "summarize"]
+__all__ = ["distribution", "jobs_per_tier", "rounded", "step_mean", "summarize"]

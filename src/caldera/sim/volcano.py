@@ -9,6 +9,9 @@ allocations (whole gangs) are bound at the tick; pipelined tasks stay pending un
 session binds them; victims of preempt/reclaim are evicted with their grace period.
 The PodDisruptionBudgets and ResourceQuotas of the cluster and the workload go to every session
 (`ssn.pdbs`, `ssn.namespace_info`) with the status in their manifests: no controller updates it.
+The cluster's Numatopologies go to every session (numa-aware) with each node's free CPUs as
+Volcano's resource exporter would rewrite them: as written at t = 0, less the CPUs numa-aware gave
+the pods on the node now (`_numa_now`), so a pod gives its CPUs back when it leaves.
 
 The session's snapshot is kept from tick to tick (batch/cache/incremental.py): only the pods that
 changed since the last session (and the tasks that session touched) are rebuilt, so a tick costs
@@ -34,7 +37,10 @@ from ..api.gpu import format_devices
 from ..api.loader import Cluster
 from ..api.objects import Pod
 from ..batch.actions import ACTIONS
+from ..batch.api.hypernode import CLUSTER_TOP, build_hypernodes
 from ..batch.api.info import ALLOCATED, BOUND, FAILED, PENDING, RUNNING, SUCCEEDED, JobInfo, TaskInfo
+from ..batch.api.nodes import BatchNodes
+from ..batch.api.numatopology import NumaResource, NumatopoInfo, format_cpuset, numa_objects
 from ..batch.api.objects import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, PodGroup
 from ..batch.cache.incremental import KeptSnapshot
 from ..batch.cache.snapshot import QUEUE_NAME_ANNOTATION, VOLCANO_SCHEDULER, build_snapshot, implicit_group_key
@@ -42,7 +48,7 @@ from ..batch.conf import VolcanoConf
 from ..batch.plugins.deviceshare_devices import gpu_index_of
 from ..batch.runner import close_session, open_snapshot, pod_group_phase
 from .core import Simulation
-from .model import ARRIVAL_ANNOTATION, RETARGETED_SCHEDULERS, Workload
+from .model import ARRIVAL_ANNOTATION, RETARGETED_SCHEDULERS, JobRecord, SimResult, Workload
 
 REBUILD_ENV = "CALDERA_VOLCANO_REBUILD"    # "1": rebuild the snapshot at every tick (the reference path)
 _SETTLED = frozenset({RUNNING, BOUND, SUCCEEDED, FAILED})
@@ -112,6 +118,31 @@ class VolcanoSim(Simulation):
         # plugins: fixed for the whole replay, with the status written in the manifests
         self._pdbs = list({p.key: p for p in [*cluster.pdbs, *workload.pdbs]}.values())
         self._quotas = list({q.key: q for q in [*cluster.resource_quotas, *workload.resource_quotas]}.values())
+        # the cluster's Numatopologies (numa-aware), as written at t = 0, by node; a session sees
+        # each with the CPUs numa-aware gave the pods still on the node taken out (`_numa_now`)
+        numa_docs = [(s, d) for s, d in cluster.other if d.get("kind") == "Numatopology"]
+        self._numa_docs = {str((d.get("metadata") or {}).get("name")): (s, d) for s, d in numa_docs}
+        known = {n.name for n in cluster.nodes} | {e.name for e in workload.node_events if e.action == "add"}
+        self._numa, numa_warnings = numa_objects(cluster, known)
+        self._cpus: dict[str, tuple[str, dict[str, frozenset[int]]]] = {}   # pod key -> (node, CPUs) it holds
+        self._given: dict[str, tuple[str, dict[str, frozenset[int]]]] = {}  # the last session's, to bind
+        # HyperNodes (network topology) of the cluster and the workload (a workload's replaces the
+        # cluster's of the same name): fixed for the whole replay, the tree rebuilt with the nodes
+        hns: dict[str, tuple[str, dict]] = {}
+        for source, doc in [*cluster.other, *workload.volcano_objects]:
+            if doc.get("kind") == "HyperNode":
+                hns[str((doc.get("metadata") or {}).get("name"))] = (source, doc)
+        self._hypernodes = list(hns.values())
+        self._all_nodes = {n.name: n for n in cluster.nodes}
+        for ne in workload.node_events:
+            if ne.action == "add" and ne.node is not None:
+                self._all_nodes.setdefault(ne.name, ne.node)
+        if self._hypernodes:           # bad HyperNodes fail here, before the replay
+            build_hypernodes(self._hypernodes, BatchNodes(cluster.nodes, set()))
+        # job key -> (its HyperNode, its sub-job's) as the last session left them: what Volcano's
+        # cache keeps between sessions (framework/topology.py); the last non-empty one for jobs.csv
+        self._job_hn: dict[str, tuple[str, str]] = {}
+        self._job_hn_last: dict[str, str] = {}
         self._shares: list[float] = []
         self._shares_key: int | None = None      # queue_shares() is cached until _account or a node changes
         self._qindex = {q: i for i, q in enumerate(self.queue_names)}
@@ -119,6 +150,7 @@ class VolcanoSim(Simulation):
         super().__init__(name, cluster, workload, **kw)
         self.conf = conf
         self.seed = seed
+        self.warnings += numa_warnings
         self.period = float(schedule_period)
         self.dirty = True
         self.sessions = 0
@@ -290,6 +322,7 @@ class VolcanoSim(Simulation):
                 self.kept.add_group(pg, self._group_members.get(key, ()))
                 self._arrived += 1
             snap = self.kept.sync(self._view)
+            snap.numa_info = self._numa_now()
             if self.kept.rebuilds != self._rebuilds_seen:
                 self._unsettled.clear()
                 self._stale.clear()
@@ -308,6 +341,11 @@ class VolcanoSim(Simulation):
                     job = done[key] = snap.jobs[key]
                     job.pg.phase = pod_group_phase(job, False)
                 return done, [], []
+        kept_hn = self._job_hn
+        for key, (hn, sub) in kept_hn.items():
+            kj = snap.jobs.get(key)
+            if kj is not None:
+                kj.allocated_hypernode, kj.subjob_allocated_hypernode = hn, sub
         ssn = open_snapshot(snap, self.conf, self.priority_classes, seed=seed, now=self.epoch + self.now)
         self.opened += 1
         if not self.rebuild_every_tick:
@@ -315,7 +353,46 @@ class VolcanoSim(Simulation):
         for name in self.conf.actions:
             ACTIONS[name](ssn)
         close_session(ssn)
+        self._given = {}
+        numa = ssn.plugins.get("numa-aware")
+        if numa is not None:          # the CPUs it gave the pods it binds (see _bind)
+            for t, node in ssn.bound:
+                sets = numa.assign.get(t.uid, {}).get(node) if numa.bound_to.get(t.uid) == node else None
+                if sets:
+                    self._given[t.key] = (node, sets)
+        for key, job in ssn.jobs.items():       # the cache keeps what the session left
+            if job.allocated_hypernode or job.subjob_allocated_hypernode:
+                kept_hn[key] = (job.allocated_hypernode, job.subjob_allocated_hypernode)
+                if job.allocated_hypernode:
+                    self._job_hn_last[key] = job.allocated_hypernode
+            else:
+                kept_hn.pop(key, None)
         return ssn.jobs, ssn.bound, ssn.evicted
+
+    def _numa_now(self) -> dict[str, NumatopoInfo]:
+        """The Numatopologies of the nodes there are now, as Volcano's resource exporter would have
+        rewritten them: the free CPUs written at t = 0 less those of the pods on the node that
+        numa-aware gave CPUs to (a pod gives them back when it leaves the node). Fresh objects:
+        the session's numa-aware takes its binds' CPUs from them at close."""
+        used: dict[str, dict[str, set[int]]] = {}
+        for key, (node, sets) in list(self._cpus.items()):
+            pod = self.live.get(key)
+            if pod is None or pod.node_name != node:
+                del self._cpus[key]
+                continue
+            acc = used.setdefault(node, {})
+            for res, ids in sets.items():
+                acc.setdefault(res, set()).update(ids)
+        out: dict[str, NumatopoInfo] = {}
+        index = self.table.index
+        for name, base in self._numa.items():
+            if name not in index:
+                continue
+            taken = used.get(name, {})
+            free = {k: NumaResource(r.allocatable - frozenset(taken.get(k, ())), r.capacity)
+                    for k, r in base.numa_res.items()}
+            out[name] = NumatopoInfo(name, base.policies, free, base.cpu_detail, base.res_reserved_milli)
+        return out
 
     def _classify(self, snap, key: str) -> None:
         job = snap.jobs.get(key)
@@ -367,7 +444,47 @@ class VolcanoSim(Simulation):
         c.other = [("<simulation>", q) for q in self._queues] + \
                   [("<simulation>", doc) for k, (at, doc) in self._groups.items()
                    if at <= self.now and k not in self._finished]
+        c.other += self._hypernodes
+        for name, info in self._numa_now().items():     # (the exporter's Numatopologies now)
+            source, doc = self._numa_docs[name]
+            spec = doc.get("spec") or {}
+            numares = {k: {**v, "allocatable": format_cpuset(info.numa_res[k].allocatable)}
+                       for k, v in (spec.get("numares") or {}).items()}
+            c.other.append((source, {**doc, "spec": {**spec, "numares": numares}}))
         return c
+
+    # ---- results -----------------------------------------------------------------------------
+    def _result(self, wall: float) -> SimResult:
+        r = super()._result(wall)
+        if self._hypernodes:
+            r.jobs = self.job_records()
+        return r
+
+    def job_records(self) -> list[JobRecord]:
+        """A JobRecord per PodGroup with pods, in the PodGroups' order: the lowest-tier HyperNode
+        holding every node its pods ran on (their last run; the cluster's pods where they are),
+        over every node the replay has seen (those that joined or left included)."""
+        hns = build_hypernodes(self._hypernodes, BatchNodes(list(self._all_nodes.values()), set()))
+        order = sorted(hns.infos.values(), key=lambda h: (h.tier, h.name))
+        out = []
+        for key, members in self._group_members.items():
+            where: set[str] = set()
+            placed = 0
+            for k in members:
+                rec = self.records.get(k)
+                node = rec.node if rec is not None and rec.start is not None else \
+                    self.live[k].node_name if k in self.live else ""
+                if node:
+                    placed += 1
+                    where.add(node)
+            job = JobRecord(key, self._pg_queue.get(key, DEFAULT_QUEUE), len(members), placed,
+                            allocated_hypernode=self._job_hn_last.get(key, ""))
+            rows = np.array(sorted(hns.node_index[n] for n in where if n in hns.node_index), dtype=np.intp)
+            if where and rows.size == len(where):
+                best = next(h for h in order if h.mask[rows].all())     # the cluster top holds every node
+                job.hypernode, job.tier, job.top = best.name, best.tier, best.name == CLUSTER_TOP
+            out.append(job)
+        return out
 
     def _bind(self, key: str, node: str, placed: Pod | None = None) -> None:
         """`placed`: the session's pod, with deviceshare's annotations when it gave GPUs."""
@@ -384,6 +501,12 @@ class VolcanoSim(Simulation):
             devices = tuple(gpu_index_of(placed)) or None     # deviceshare's gpu-memory / gpu-number GPUs
         if devices is not None:
             self.records[key].devices = format_devices(devices)
+        given = self._given.pop(key, None)     # the CPUs numa-aware gave it (their kubelet pins them)
+        if given is not None and given[0] == node:
+            self._cpus[key] = given
+            self.records[key].cpuset = format_cpuset(given[1].get("cpu", frozenset()))
+        elif self.records[key].cpuset:
+            self.records[key].cpuset = ""
 
     def _evict(self, key: str) -> None:
         pod = self.live.get(key)

@@ -15,20 +15,20 @@ discarded otherwise.
 Phase 2, per queue, for the same starving jobs: each pending task may evict lower tasks of its own
 job; each success is committed at once, the first failure ends the job's turn.
 
-The option `enableTopologyAwarePreemption` (a kube-style dry run over Simulate* hooks) is not
-supported: setting it true is a configuration error rather than a silent fallback.
+With `enableTopologyAwarePreemption: true` each preemptor instead takes the kube-style dry run
+over the Simulate* hooks of preempt_topology.py (both phases; the rest of the action is the same).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConfigError
 from ..api.fiterrors import UNRESOLVABLE
 from ..api.info import BOUND, RUNNING, TaskInfo
 from ..api.resource import Resource
 from ..util.pqueue import PriorityQueue
 from ..util.scheduler_helper import victims_queue
 from .common import action_arg_bool, jobs_by_queue, pending_tasks
+from .preempt_topology import TopologyPreemptArgs, topology_aware_preempt
 from .victims import (
     PreemptPredicateHelper,
     candidate_nodes,
@@ -46,9 +46,8 @@ PREEMPTABLE_STATUS = (RUNNING, BOUND)
 
 def execute(ssn) -> None:
     use_cache = action_arg_bool(ssn, "preempt", "predicateErrorCacheEnable", True)
-    if action_arg_bool(ssn, "preempt", "enableTopologyAwarePreemption", False):
-        raise ConfigError(f"{ssn.conf.source}: configurations (preempt).enableTopologyAwarePreemption: true is not "
-                          "supported by Caldera (only normal preemption is); remove it or set it to false")
+    topo = (TopologyPreemptArgs.from_ssn(ssn)
+            if action_arg_bool(ssn, "preempt", "enableTopologyAwarePreemption", False) else None)
 
     def select(job):
         if not ssn.job_starving(job):
@@ -74,7 +73,7 @@ def execute(ssn) -> None:
             tasks = preemptor_tasks[job.uid]
             while ssn.job_starving(job) and not tasks.empty():
                 preemptor = tasks.pop()
-                preempt(ssn, stmt, preemptor, _other_jobs_filter(ssn, preemptor, job), ph)
+                preempt(ssn, stmt, preemptor, _other_jobs_filter(ssn, preemptor, job), ph, topo)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -85,7 +84,7 @@ def execute(ssn) -> None:
             while not intra.empty():
                 preemptor = intra.pop()
                 stmt = ssn.statement()
-                if not preempt(ssn, stmt, preemptor, _same_job_filter(preemptor), ph):
+                if not preempt(ssn, stmt, preemptor, _same_job_filter(preemptor), ph, topo):
                     stmt.discard()
                     break
                 stmt.commit()
@@ -125,13 +124,17 @@ def _same_job_filter(preemptor: TaskInfo):
     return accept
 
 
-def preempt(ssn, stmt, preemptor: TaskInfo, accept, ph: PreemptPredicateHelper) -> bool:
-    """One preemptor: find a node where evicting victims makes it fit, and pipeline it there."""
+def preempt(ssn, stmt, preemptor: TaskInfo, accept, ph: PreemptPredicateHelper,
+            topo: TopologyPreemptArgs | None = None) -> bool:
+    """One preemptor: find a node where evicting victims makes it fit, and pipeline it there
+    (`topo`: the topology-aware dry run with these arguments)."""
     if not eligible_to_preempt(ssn, preemptor):
         return False
     if ssn.pre_predicate(preemptor):
         return False
     feasible = ph.predicate_nodes(preemptor, candidate_nodes(ssn, preemptor))
+    if topo is not None:
+        return topology_aware_preempt(ssn, stmt, preemptor, accept, feasible, topo)
     return normal_preempt(ssn, stmt, preemptor, accept, feasible)
 
 

@@ -199,8 +199,10 @@ def parse_numatopology(doc: dict[str, Any]) -> NumatopoInfo:
 
 
 def numa_objects(cluster: Cluster, node_names: set[str]) -> tuple[dict[str, NumatopoInfo], list[str]]:
-    """The Numatopology objects of the manifests by node name, and warnings for those that name a
-    node not in the input (Volcano keeps them on a placeholder node no pod can use)."""
+    """The Numatopology objects of the manifests by node name. One that names a node not in
+    `node_names` is an input error naming the object (Volcano keeps it on a placeholder node no
+    pod can use: in a set of manifests it is a mistake worth knowing; `caldera run` passes only
+    those of nodes it knows). The list of warnings is kept for callers; it is empty."""
     out: dict[str, NumatopoInfo] = {}
     warnings: list[str] = []
     for source, doc in cluster.other:
@@ -215,7 +217,7 @@ def numa_objects(cluster: Cluster, node_names: set[str]) -> tuple[dict[str, Numa
         if info.name in out:
             raise InputError(f'numatopologies.nodeinfo.volcano.sh "{info.name}" already exists', source, what)
         if info.name not in node_names:
-            warnings.append(f"{source}: {what}: node {info.name!r} is not in the input; ignored")
-            continue
+            raise InputError(f'node "{info.name}" is not in the input: a Numatopology describes the NUMA layout '
+                             "of a Node of the same name; add the Node or remove the Numatopology", source, what)
         out[info.name] = info
     return out, warnings

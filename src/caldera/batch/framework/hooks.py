@@ -99,6 +99,18 @@ HyperNodeGradientFn: TypeAlias = Callable[[JobInfo, Any, str, bool], list[list[A
 HyperNodeInfo to try in order: HyperNodeGradientForJobFn, or with sub_job HyperNodeGradientForSubJobFn
 (for the job's one sub-job). The first enabled plugin with one decides."""
 
+# ---- preemption dry run (Simulate*; the state and node view are in simulate.py) ----------------------
+SimulateAllocatableFn: TypeAlias = Callable[[dict[str, Any], QueueInfo, TaskInfo], bool]
+"""simulate_allocatable(state, queue, task): may the queue take `task` given the simulated state
+(SimulateAllocatableFn; gated by enableAllocatable)? ANDed."""
+SimulatePredicateFn: TypeAlias = Callable[[dict[str, Any], TaskInfo, Any], str | None]
+"""simulate_predicate(state, task, SimNode): an error message if `task` does not fit the simulated
+node (SimulatePredicateFn; gated by enablePredicate). The first error stops."""
+SimulateTaskFn: TypeAlias = Callable[[dict[str, Any], TaskInfo, TaskInfo, Any], str | None]
+"""simulate_remove_task / simulate_add_task(state, preemptor, task, SimNode): account `task` leaving
+/ rejoining the simulated node (SimulateRemoveTaskFn / SimulateAddTaskFn; gated by
+enablePreemptable or enableAllocatable); an error message stops."""
+
 # ---- events --------------------------------------------------------------------------------------
 TaskEventFn: TypeAlias = Callable[[TaskInfo], None]
 """add_event_handler(allocate=, deallocate=): a task was placed on / removed from a node in the
@@ -107,5 +119,6 @@ session (Statement operations, including their rollback)."""
 Hook = Literal["job_order", "queue_order", "victim_queue_order", "task_order", "predicate", "pre_predicate",
                "node_order", "batch_node_order", "best_node", "job_ready", "job_pipelined", "job_starving",
                "job_valid", "job_enqueueable", "job_enqueued", "overused", "allocatable", "preemptive",
-               "preemptable", "reclaimable", "victim_tasks", "hypernode_order", "hypernode_gradient"]
+               "preemptable", "reclaimable", "victim_tasks", "hypernode_order", "hypernode_gradient",
+               "simulate_allocatable", "simulate_predicate", "simulate_add_task", "simulate_remove_task"]
 """The hook names of Session.add (the keys of session.HOOK_FLAGS)."""

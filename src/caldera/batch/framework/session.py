@@ -38,6 +38,9 @@ HOOK_FLAGS = {
     "overused": "overused", "allocatable": "allocatable", "preemptive": "preemptive",
     "preemptable": "preemptable", "reclaimable": "reclaimable", "victim_tasks": "victim",
     "hypernode_order": "hypernode_order", "hypernode_gradient": "hypernode_gradient",
+    "simulate_allocatable": "allocatable", "simulate_predicate": "predicate",
+    # enablePreemptable or enableAllocatable (checked in _simulate_task)
+    "simulate_add_task": None, "simulate_remove_task": None,
 }
 
 
@@ -157,6 +160,13 @@ class Session:
     def add(self, hook: Literal["hypernode_order"], plugin: str, fn: hooks.HyperNodeOrderFn) -> None: ...
     @overload
     def add(self, hook: Literal["hypernode_gradient"], plugin: str, fn: hooks.HyperNodeGradientFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["simulate_allocatable"], plugin: str, fn: hooks.SimulateAllocatableFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["simulate_predicate"], plugin: str, fn: hooks.SimulatePredicateFn) -> None: ...
+    @overload
+    def add(self, hook: Literal["simulate_add_task", "simulate_remove_task"], plugin: str,
+            fn: hooks.SimulateTaskFn) -> None: ...
 
     def add(self, hook: hooks.Hook, plugin: str, fn: Any) -> None:
         self.fns[hook][plugin] = fn
@@ -423,6 +433,39 @@ class Session:
                 if n in total:
                     total[n] += v
         return total
+
+    # preemption dry run (Simulate*, see simulate.py) ------------------------------------------
+    def simulate_allocatable(self, state: dict, queue: QueueInfo, task: TaskInfo) -> bool:
+        """SimulateAllocatableFn: every enabled plugin agrees (none: True)."""
+        for fn in self._fns("simulate_allocatable"):  # noqa: SIM110
+            if not fn(state, queue, task):
+                return False
+        return True
+
+    def simulate_predicate(self, state: dict, task: TaskInfo, node) -> str | None:
+        """SimulatePredicateFn: the first plugin's error, None if all pass."""
+        for fn in self._fns("simulate_predicate"):
+            err = fn(state, task, node)
+            if err:
+                return err
+        return None
+
+    def _simulate_task(self, hook: str, state: dict, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+        for _, opt, fn in self._each(hook):
+            if not (opt.enabled("preemptable") or opt.enabled("allocatable")):
+                continue
+            err = fn(state, preemptor, task, node)
+            if err:
+                return err
+        return None
+
+    def simulate_remove_task(self, state: dict, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+        """SimulateRemoveTaskFn (plugins with enablePreemptable or enableAllocatable)."""
+        return self._simulate_task("simulate_remove_task", state, preemptor, task, node)
+
+    def simulate_add_task(self, state: dict, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+        """SimulateAddTaskFn (plugins with enablePreemptable or enableAllocatable)."""
+        return self._simulate_task("simulate_add_task", state, preemptor, task, node)
 
     def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray):
         for _, _, fn in self._each("best_node"):

@@ -3,7 +3,11 @@ the tree (cluster top included) goes into the session, each job's networkTopolog
 adjusted (highestTierName -> highestTierAllowed; soft mode -> hard mode at the cluster top's tier,
 so soft jobs take the hard path with no tier limit: adjustNetworkTopologySpec), and the HyperNode
 of a job that already has placed tasks is recovered from their nodes (recoverAllocatedHyperNode:
-the lowest-tier HyperNode holding all of them).
+the lowest-tier HyperNode holding all of them) unless the job kept one from an earlier session:
+Volcano's cache keeps the HyperNode the last session gave a job, and OpenSession only drops it
+when that HyperNode is gone or the job has no placed task (removeInvalidAllocatedHyperNode).
+Whoever keeps jobs between sessions (the simulation, `caldera run`) sets `allocated_hypernode`
+and `subjob_allocated_hypernode` on the snapshot's jobs before the session opens.
 
 A job here has one sub-job (Caldera has no subGroupPolicy), which carries the job's constraint.
 """
@@ -46,14 +50,33 @@ def open_topology(ssn: Session, hns: HyperNodes | None) -> list[str]:
             nt.mode = HARD
             nt.highest_tier_allowed = top_tier
             nt.highest_tier_name = ""
+        remove_invalid_allocated_hypernode(ssn, job)
         if nt is not None:
             recover_allocated_hypernode(ssn, job)
     return warnings
 
 
+def remove_invalid_allocated_hypernode(ssn: Session, job) -> None:
+    """removeInvalidAllocatedHyperNode: a HyperNode the job kept from an earlier session (the
+    cache's, see the simulation and `caldera run`) is dropped when it no longer exists or the
+    job (its one sub-job) has no allocated task."""
+    if not job.allocated_hypernode and not job.subjob_allocated_hypernode:
+        return
+    placed = any(t.status & ALLOCATED_STATUS for t in job.tasks.values())
+    if job.allocated_hypernode and (job.allocated_hypernode not in ssn.hypernodes or not placed):
+        job.allocated_hypernode = ""
+    if job.subjob_allocated_hypernode and (job.subjob_allocated_hypernode not in ssn.hypernodes or not placed):
+        job.subjob_allocated_hypernode = ""
+
+
 def recover_allocated_hypernode(ssn: Session, job) -> None:
     """The lowest-tier HyperNode that holds every node the job's placed tasks are on ("" when it
-    has none)."""
+    has none), for a job (sub-job) that kept none from an earlier session: a kept one stays, as
+    Volcano's cache keeps it (the job's HyperNode becomes the sub-job's when that is recovered)."""
+    if job.subjob_allocated_hypernode:
+        if not job.allocated_hypernode:
+            job.allocated_hypernode = job.subjob_allocated_hypernode
+        return
     hns = ssn.hypernodes
     rows = [ssn.nodes.by_name[t.node_name].i for t in job.tasks.values()
             if t.status & ALLOCATED_STATUS and t.node_name in ssn.nodes.by_name]

@@ -27,6 +27,12 @@ of its first PrePredicate, then per node set one check of free pod slots (kept c
 table's pod journal), NodeUnschedulable and TaintToleration, each nothing when no node is
 cordoned, tainted or full.
 
+For preempt's topology-aware dry run: SimulateRemoveTask / SimulateAddTask record which pods the
+dry run took away (InterPodAffinity's RemovePod / AddPod on the preemptor's PreFilter state), and
+SimulatePredicate runs InterPodAffinity's Filter without them (both only when InterPodAffinity is
+enabled and not skipped for the task). Volcano's SimulatePredicate also asks the registered
+devices (deviceshare's GPU share / vGPU) whether they fit, which is not modelled.
+
 Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
 predicate.TaintTolerationEnable, predicate.PodAffinityEnable, predicate.PodTopologySpreadEnable
 (default true), and Caldera's predicate.GPUDevicesEnable (default true; Volcano has no such key:
@@ -139,6 +145,9 @@ class PredicatesPlugin(BatchPlugin):
         ssn.add("pre_predicate", self.name, self.pre_predicate)
         ssn.add_event_handler(allocate=self._placed)
         ssn.add("predicate", self.name, Predicate(self.mask, self.reason))
+        ssn.add("simulate_predicate", self.name, self.simulate_predicate)
+        ssn.add("simulate_remove_task", self.name, lambda st, p, t, _n: self._sim_account(st, p, t, -1))
+        ssn.add("simulate_add_task", self.name, lambda st, p, t, _n: self._sim_account(st, p, t, 1))
         self.gpus = attach(ssn)            # the GPUs a task takes when placed (gpupolicy_devices.py)
 
     def _gpu_demand(self, pod) -> bool:
@@ -226,6 +235,55 @@ class PredicatesPlugin(BatchPlugin):
                 if should_abort(code):
                     return out
         return out
+
+
+    # ---- Simulate* (preempt's topology-aware dry run) -------------------------------------------
+    def _affinity(self, task):
+        """InterPodAffinity, when enabled and not skipped by the task's PrePredicate."""
+        affinity = next((p for p in self.others if p.name == "InterPodAffinity"), None)
+        if affinity is None:
+            return None
+        state, err = self._state(task)
+        if err or affinity.name in state.skip_filter:
+            return None
+        return affinity
+
+    def _sim_account(self, sim: dict, preemptor, task, sign: int) -> str | None:
+        """SimulateRemoveTask / SimulateAddTask: InterPodAffinity's RemovePod / AddPod on the
+        preemptor's PreFilter state, here the set of pods taken off the table for its Filter."""
+        if self._affinity(preemptor) is None:
+            return None
+        removed = sim.setdefault(self.name, {})
+        if sign < 0:
+            removed[task.pod.key] = task.pod
+        else:
+            removed.pop(task.pod.key, None)
+        return None
+
+    def simulate_predicate(self, sim: dict, task, node) -> str | None:
+        """SimulatePredicate: InterPodAffinity's Filter on the node, without the pods this
+        plugin's SimulateRemoveTask took away (taken off the node table for the check, then put
+        back). Like Volcano's PreFilter state, it knows of a removal only when the plugin's
+        SimulateRemoveTask ran (enablePreemptable or enableAllocatable)."""
+        affinity = self._affinity(task)
+        if affinity is None:
+            return None
+        table = self.ssn.nodes.table
+        taken: list[tuple] = []
+        for key, pod in sim.get(self.name, {}).items():
+            i = table.node_of(key)
+            if i is not None:
+                taken.append((pod, i))
+        for pod, _ in taken:
+            table.remove_pod(pod.key)
+        try:
+            s = filter_status(affinity, CycleState(), task.pod, table, node.i)
+        finally:
+            for pod, i in taken:
+                table.add_pod(pod, i)
+        if s is None:
+            return None
+        return f"failed to filter pod on node {node.name}: {s.message()}"
 
 
 class PodSlots:

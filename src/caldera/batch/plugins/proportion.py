@@ -19,6 +19,12 @@ requests and the queue is Open; reclaim victims come from queues still above the
 
 Task requests carry Volcano's `pods: 1`, so the `pods` dimension takes part in deserved, share,
 overused and reclaim exactly as in Volcano (the allocatable checks ignore it).
+
+For preempt's topology-aware dry run it registers SimulateAllocatable (simulated allocated +
+request within deserved; unlike Allocatable it does not look at the queue's state) and
+SimulateAddTask / SimulateRemoveTask (move a task's request in or out of its queue's simulated
+allocated). Their state exists only when the plugin's predicate is enabled (Volcano writes it in
+proportion's PrePredicate); without it SimulateAllocatable is false.
 """
 from __future__ import annotations
 
@@ -183,6 +189,9 @@ class ProportionPlugin(BatchPlugin):
         ssn.add("preemptive", self.name, self._allocatable)
         ssn.add("job_enqueueable", self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add("job_enqueued", self.name, self._enqueued)
+        ssn.add("simulate_allocatable", self.name, self._sim_allocatable)
+        ssn.add("simulate_add_task", self.name, lambda st, _p, t, _n: self._sim_account(ssn, st, t, 1))
+        ssn.add("simulate_remove_task", self.name, lambda st, _p, t, _n: self._sim_account(ssn, st, t, -1))
         ssn.add_event_handler(allocate=lambda t: self._on_event(ssn, t, 1),
                               deallocate=lambda t: self._on_event(ssn, t, -1))
 
@@ -264,6 +273,54 @@ class ProportionPlugin(BatchPlugin):
         if attr is None:
             return
         attr.inqueue.add(job.deduct_sch_gated(job.min_resources()))
+
+    # ---- preemption dry run (Simulate*) -----------------------------------------------------
+    def _sim_state(self, state: dict) -> dict[str, Resource] | None:
+        """This plugin's part of the dry run's state: queue uid -> simulated allocated, copied from
+        the live attributes when first read (Volcano's PrePredicate snapshot, which exists only
+        when the plugin's predicate is enabled)."""
+        opt = getattr(self, "option", None)
+        if opt is not None and not opt.enabled("predicate"):
+            return None
+        st = state.get(self.name)
+        if st is None:
+            st = state[self.name] = {}
+        return st
+
+    def _sim_allocated(self, state: dict, uid: str) -> Resource | None:
+        st = self._sim_state(state)
+        attr = self.queue_opts.get(uid)
+        if st is None or attr is None:
+            return None
+        got = st.get(uid)
+        if got is None:
+            got = st[uid] = attr.allocated.clone()
+        return got
+
+    def _sim_allocatable(self, state: dict, queue: QueueInfo, task: TaskInfo) -> bool:
+        """SimulateAllocatableFn: simulated allocated + request within deserved (no open check)."""
+        allocated = self._sim_allocated(state, queue.uid)
+        if allocated is None:
+            return False
+        req = task.resreq
+        future = allocated.clone().add(req)
+        return not future.less_equal_with_dimension(self.queue_opts[queue.uid].deserved, req)
+
+    def _sim_account(self, ssn, state: dict, task: TaskInfo, sign: int) -> str | None:
+        """SimulateAddTaskFn / SimulateRemoveTaskFn: move the task's request in or out."""
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return f"[proportion] job {task.job} not found in session"
+        if self._sim_state(state) is None:
+            return "failed to get proportion state"
+        allocated = self._sim_allocated(state, job.queue)
+        if allocated is None:
+            return f"[proportion] queue {job.queue} not found"
+        if sign > 0:
+            allocated.add(task.resreq)
+        else:
+            allocated.sub(task.resreq)
+        return None
 
     def _on_event(self, ssn, task: TaskInfo, sign: int) -> None:
         job = ssn.jobs.get(task.job)

@@ -55,12 +55,20 @@ def _in_positive_domain(table, key: str, counts: np.ndarray) -> np.ndarray:
     return (codes >= 0) & (counts[np.maximum(codes, 0)] > 0)
 
 
+def incoming_ns_labels(pod, ns_labels):
+    """GetNamespaceLabelsSnapshot: existing pods' terms see the incoming pod's namespace labels,
+    an empty set when the namespace is not found."""
+    snap = ns_labels(pod.namespace) or {}
+    return lambda _ns: snap
+
+
 def existing_anti_counts(table, index, pod, ns_labels) -> dict[str, np.ndarray]:
     """topology key -> per-domain count of existing pods' required anti-affinity terms matching pod."""
     out: dict[str, np.ndarray] = {}
     ns, labels = pod.namespace, pod.labels
+    snapshot = incoming_ns_labels(pod, ns_labels)
     for terms, grp in index.anti_groups.values():
-        matched = [t for t in terms.req_anti if t.matches(ns, labels, ns_labels)]
+        matched = [t for t in terms.req_anti if t.matches(ns, labels, snapshot)]
         if not matched:
             continue
         rows = grp.rows()

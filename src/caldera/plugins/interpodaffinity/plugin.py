@@ -7,10 +7,12 @@ pod's *required* affinity term matching the incoming pod adds to its topology do
 ignorePreferredTermsOfExistingPods (default false) -- skip scoring when the incoming pod has no
 preferred terms.
 
-Namespaces: see terms.py. There are no Namespace objects in Caldera's input, so a namespace's
-labels are only `kubernetes.io/metadata.name: <name>` plus what is registered in
-`namespace_labels` (namespace -> labels): an empty namespaceSelector `{}` matches every
-namespace and a selector on other labels matches none.
+Namespaces: see terms.py. A namespace's labels are those of the handle's `workloads`
+(api/workloads.py: the input's Namespace objects in `caldera schedule`, the Namespace informer in
+`caldera run`), None when it does not know the namespace (kube's NamespaceLister miss). A handle
+without workloads (None) treats every namespace as existing with only the label the API server
+puts on all namespaces, `kubernetes.io/metadata.name: <name>`. Labels registered in
+`namespace_labels` (namespace -> labels; tests) are added on top.
 
 Cost: a pod without (anti-)affinity in a cluster whose running pods have none
 (`table.pods_with_affinity == 0`) is skipped at PreFilter and PreScore without any work.
@@ -72,12 +74,15 @@ class InterPodAffinity(Plugin):
         return ["Pod/Add", "Pod/UpdatePodLabel", "Pod/Delete",
                 "Node/Add", "Node/UpdateNodeLabel", "Node/UpdateNodeTaint"]
 
-    def ns_labels(self, ns: str) -> dict[str, str]:
+    def ns_labels(self, ns: str) -> dict[str, str] | None:
+        """The labels of namespace `ns`, None when the namespace lister does not find it."""
+        wl = getattr(self.handle, "workloads", None)
+        base = {NS_NAME_LABEL: ns} if wl is None else wl.namespace_labels(ns)
         extra = self.namespace_labels.get(ns)
         if not extra:
-            return {NS_NAME_LABEL: ns}
+            return base
         out = dict(extra)
-        out.setdefault(NS_NAME_LABEL, ns)
+        out.update(base or {NS_NAME_LABEL: ns})
         return out
 
     @staticmethod

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE
-from .filtering import _rows
+from .filtering import _rows, incoming_ns_labels
 from .index import domain_counts, domains, get_index
 
 
@@ -43,17 +43,18 @@ def topology_scores(table, pod, terms, hard_weight: int, ns_labels) -> dict[str,
 
     # existing pods' terms against the incoming pod (symmetry)
     ns, labels = pod.namespace, pod.labels
+    snapshot = incoming_ns_labels(pod, ns_labels)
     for eterms, grp in index.term_groups.values():
         per_key: dict[str, int] = {}
         hit: set[str] = set()
         if hard_weight > 0:
             for t in eterms.req_aff:
-                if t.matches(ns, labels, ns_labels):
+                if t.matches(ns, labels, snapshot):
                     per_key[t.key] = per_key.get(t.key, 0) + hard_weight
                     hit.add(t.key)
         for mult, lst in ((1, eterms.pref_aff), (-1, eterms.pref_anti)):
             for t in lst:
-                if t.matches(ns, labels, ns_labels):
+                if t.matches(ns, labels, snapshot):
                     per_key[t.key] = per_key.get(t.key, 0) + mult * t.weight
                     hit.add(t.key)
         if hit:

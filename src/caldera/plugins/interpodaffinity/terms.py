@@ -15,14 +15,15 @@ A PodAffinityTerm becomes an AffinityTerm with
 A pod matches a term when its namespace is in `namespaces` or its namespace's labels match the
 namespace selector, and its labels match the selector.
 
-Namespace labels. Caldera has no Namespace objects in its input yet. Every namespace is treated
-as carrying only the label the API server puts on all namespaces,
-`kubernetes.io/metadata.name: <name>`, plus whatever a caller registers in the plugin's
-`namespace_labels` mapping (namespace -> labels). Consequences: an empty namespaceSelector `{}`
-matches all namespaces; a selector on user labels (`team: a`) matches none; a selector on
-`kubernetes.io/metadata.name` behaves as in a real cluster. For the incoming pod kube unrolls
-its namespaceSelector into the names of existing namespaces; evaluating the selector against
-the namespace of each candidate pod is the same thing, since a pod's namespace exists.
+Namespace labels come from the Namespace objects the scheduler knows (api/workloads.py,
+through the handle's `workloads`; see plugin.py). Two look-ups, as kube does them:
+- the incoming pod's terms: kube unrolls a non-empty namespaceSelector into the names of the
+  namespaces its lister finds matching (mergeAffinityTermNamespacesIfNotEmpty); evaluating the
+  selector against the labels of each candidate pod's namespace is the same thing, and a
+  namespace the lister does not find matches no such selector (`ns_labels` returns None);
+- existing pods' terms against the incoming pod: the selector is matched against the incoming
+  pod's namespace labels (GetNamespaceLabelsSnapshot), an empty set when it is not found.
+An empty namespaceSelector `{}` matches every namespace, found or not.
 """
 from __future__ import annotations
 
@@ -75,13 +76,18 @@ class AffinityTerm:
         self.key: str = key
         self.weight: int = weight
 
-    def ns_matches(self, ns: str, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:
+    def ns_matches(self, ns: str, ns_labels: Callable[[str], Mapping[str, str] | None]) -> bool:
+        """`ns_labels(ns)`: the namespace's labels, None when the namespace is not found (then only
+        `namespaces` and an empty selector `{}` match it)."""
         if ns in self.namespaces:
             return True
         nss = self.ns_selector
         if nss is None:
             return False
-        return nss.empty or nss.matches(ns_labels(ns))
+        if nss.empty:
+            return True
+        labels = ns_labels(ns)
+        return labels is not None and nss.matches(labels)
 
     def matches(self, ns: str, labels: Mapping[str, str], ns_labels) -> bool:
         sel = self.selector

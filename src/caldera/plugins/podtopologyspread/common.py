@@ -22,6 +22,7 @@ import numpy as np
 from ...api.objects import Pod
 from ...api.selectors import LabelSelector, Requirement, parse_label_selector
 from ...api.validation import qualified_name_errors
+from ...api.workloads import Workloads
 from ...errors import ConfigError, InputError
 from ...state.nodetable import LABELS
 from ..nodeaffinity.pod import pod_node_affinity
@@ -194,19 +195,29 @@ class SpreadArgs:
 _EMPTY = LabelSelector(())
 
 
-def default_selector(pod: Pod) -> LabelSelector:
-    """helper.DefaultSelector: the union of the selectors of the Services, ReplicationControllers,
-    ReplicaSets and StatefulSets that select the pod. Caldera's input has none of those objects
-    yet, so this is always the empty selector, and default constraints never apply."""
-    return _EMPTY
+def default_selector(pod: Pod, workloads: Workloads | None) -> LabelSelector:
+    """helper.DefaultSelector (api/workloads.py): the selectors of the Services selecting the pod
+    and of its ReplicationController / ReplicaSet / StatefulSet controller, together; empty when
+    nothing selects the pod or the scheduler knows no such objects. Cached on the pod per
+    generation of `workloads`."""
+    if workloads is None or workloads.empty:
+        return _EMPTY
+    got = pod.cache.get("pts.defsel")
+    tag = (id(workloads), workloads.generation)
+    if got is not None and got[0] == tag:
+        return got[1]
+    sel = workloads.default_selector(pod)
+    pod.cache["pts.defsel"] = (tag, sel)
+    return sel
 
 
-def default_constraints(args: SpreadArgs, pod: Pod, action: str) -> tuple[Constraint, ...]:
+def default_constraints(args: SpreadArgs, pod: Pod, action: str,
+                        workloads: Workloads | None = None) -> tuple[Constraint, ...]:
     """buildDefaultConstraints: defaults for `action`, all using the pod's default selector;
-    nothing when that selector is empty (always, for now)."""
+    nothing when that selector is empty."""
     if not args.default_constraints:
         return ()
-    sel = default_selector(pod)     # (kube builds the constraints first; the outcome is the same)
+    sel = default_selector(pod, workloads)   # (kube builds the constraints first; same outcome)
     if sel.empty:
         return ()
     cs = build_constraints(args.default_constraints, pod.labels, action, "defaultConstraints")

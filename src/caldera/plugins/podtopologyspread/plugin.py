@@ -11,9 +11,11 @@ Default constraints (PodTopologySpreadArgs): with defaultingType System (the def
 constraints of its own gets kube's system defaults (hostname maxSkew 3, zone maxSkew 5, both
 ScheduleAnyway); with List it gets args.defaultConstraints (which must not set a labelSelector).
 Either way their selector is built from the Services, ReplicationControllers, ReplicaSets and
-StatefulSets that select the pod. Caldera's input has no such objects yet, so that selector is
-always empty and, as in kube when nothing selects the pod, default constraints are dropped: a pod
-without topologySpreadConstraints makes PreFilter and PreScore return Skip.
+StatefulSets that select the pod (helper.DefaultSelector; the objects come from the handle's
+`workloads`: the input's manifests in `caldera schedule`, informers in `caldera run`). As in kube,
+when nothing selects the pod the default constraints are dropped and PreFilter / PreScore return
+Skip; so does a pod without constraints when the scheduler knows no Service or controller at all,
+at the cost of one attribute check.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ class PodTopologySpread(Plugin):
         own = pod_constraints(pod)
         if own is not None:
             return own[0] if action == DO_NOT_SCHEDULE else own[1]
-        return default_constraints(self.spread_args, pod, action)
+        return default_constraints(self.spread_args, pod, action, getattr(self.handle, "workloads", None))
 
     # ---- PreFilter / Filter ---------------------------------------------------------------
     def pre_filter(self, state, pod):

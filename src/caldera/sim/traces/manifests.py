@@ -1,5 +1,6 @@
 """Workloads written as Kubernetes and Volcano manifests: pending Pods, Volcano Jobs (expanded
-into their PodGroup and pods), PodGroups, Queues, PriorityClasses, and Nodes as node events."""
+into their PodGroup and pods), PodGroups, Queues, HyperNodes, PriorityClasses, and Nodes as node
+events."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -7,8 +8,11 @@ from typing import Any
 
 from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, read_meta
 from ...api.pdb import PodDisruptionBudget
+from ...api.podgroup import API_VERSION as PODGROUP_API_VERSION
+from ...api.podgroup import PodGroup as XPodGroup
 from ...api.reader import read_documents
 from ...api.resourcequota import ResourceQuota
+from ...batch.api.hypernode import parse_hypernode
 from ...batch.api.objects import PodGroup, Queue
 from ...batch.controller.vcjob import expand_job
 from ...errors import InputError
@@ -74,8 +78,16 @@ def _add_document(b: WorkloadBuilder, where: str, source: str, doc: dict[str, An
         pass                                    # read before the pods (read_priority_classes)
     elif kind in ("PodGroup", "Queue") and "volcano.sh" in api:
         _add_volcano_object(b, source, doc)
+    elif kind == "PodGroup" and api == PODGROUP_API_VERSION:     # Coscheduling's (kube configurations)
+        pg = XPodGroup(doc)
+        if pg.key in b.workload.pod_groups:
+            raise InputError(f'podgroups.scheduling.x-k8s.io "{pg.name}" already exists')
+        b.workload.pod_groups[pg.key] = pg
     elif kind == "Job" and api.startswith("batch.volcano.sh"):
         _add_volcano_job(b, source, doc, pcs)
+    elif kind == "HyperNode" and api.startswith("topology.volcano.sh"):
+        parse_hypernode(doc)                    # (the tree is checked with the cluster's nodes)
+        b.add_volcano(source, doc)
     elif kind == "PodDisruptionBudget" and api == "policy/v1":
         b.add_pdb(where, PodDisruptionBudget(doc))
     elif kind == "ResourceQuota" and api == "v1":

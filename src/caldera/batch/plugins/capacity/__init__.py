@@ -12,8 +12,14 @@ JobEnqueueable / JobEnqueued, Preemptive, Reclaimable, and an event handler that
 allocated and share current. Arguments: `ancestorReclaimLevel` (int, default 0). Volcano's
 DRA quota arguments are accepted and have no effect (Caldera has no DRA).
 
+For preempt's topology-aware dry run it registers SimulateAllocatable (the queue and its
+ancestors within realCapability on simulated allocated; no queue state check) and SimulateAddTask
+/ SimulateRemoveTask. Volcano keeps their state in the cycle state its PrePredicate writes;
+Caldera copies the live attributes when the dry run first reads them (the same values), and, as
+there, there is no state when the plugin's predicate is disabled.
+
 Not registered (no Caldera counterpart): PrePredicate (in Volcano it only snapshots the queue
-attributes for the Simulate* hooks of topology-aware preemption), Simulate*, UnifiedEvictable
+attributes for the Simulate* hooks, see above), UnifiedEvictable
 (gangpreempt/gangreclaim), and the queue-allocation-gate reservations (the alpha feature gate
 SchedulingGatesQueueAdmission).
 """
@@ -28,6 +34,7 @@ from .attrs import QueueAttr, build_flat, build_hierarchy, queue_level
 from .victims import Reclaim
 
 if TYPE_CHECKING:
+    from ...api.resource import Resource
     from ...framework.session import Session
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
@@ -75,6 +82,9 @@ class CapacityPlugin(BatchPlugin):
         elif self.ready:
             ssn.add("queue_order", self.name, self.queue_order_tree)
             ssn.add("victim_queue_order", self.name, self.victim_queue_order)
+        ssn.add("simulate_allocatable", self.name, self.simulate_allocatable)
+        ssn.add("simulate_add_task", self.name, lambda st, _p, t, _n: self._sim_account(st, t, 1))
+        ssn.add("simulate_remove_task", self.name, lambda st, _p, t, _n: self._sim_account(st, t, -1))
         ssn.add_event_handler(allocate=self._on_allocate, deallocate=self._on_deallocate)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -174,6 +184,61 @@ class CapacityPlugin(BatchPlugin):
         chain = self._chain(job.queue) if self.hierarchy else [attr]
         for a in chain:
             a.inqueue.add(add)
+
+    # ---- preemption dry run (Simulate*) -----------------------------------------------------
+    def _sim_allocated(self, state: dict, uid: str) -> Resource | None:
+        """The queue's simulated allocated in this dry-run state, copied from the live one when
+        first read (Volcano's PrePredicate snapshot: none when the plugin's predicate is off)."""
+        opt = getattr(self, "option", None)
+        if opt is not None and not opt.enabled("predicate"):
+            return None
+        attr = self.opts.get(uid)
+        if attr is None:
+            return None
+        st = state.get(self.name)
+        if st is None:
+            st = state[self.name] = {}
+        got = st.get(uid)
+        if got is None:
+            got = st[uid] = attr.allocated.clone()
+        return got
+
+    def _sim_account(self, state: dict, task: TaskInfo, sign: int) -> str | None:
+        """SimulateAddTaskFn / SimulateRemoveTaskFn: the task's queue (and, with the hierarchy,
+        its ancestors) gain or lose its request."""
+        job = self.ssn.jobs.get(task.job)
+        if job is None:
+            return f"[capacity] job {task.job} not found in session"
+        attr = self.opts.get(job.queue)
+        if attr is None or self._sim_allocated(state, job.queue) is None:
+            return f"[capacity] queue {job.queue} not found"
+        for uid in [job.queue, *(attr.ancestors if self.hierarchy else ())]:
+            allocated = self._sim_allocated(state, uid)
+            if allocated is None:
+                continue
+            if sign > 0:
+                allocated.add(task.resreq)
+            else:
+                allocated.sub(task.resreq)
+        return None
+
+    def simulate_allocatable(self, state: dict, queue: QueueInfo, task: TaskInfo) -> bool:
+        """SimulateAllocatableFn: the queue and its ancestors (leaf first) fit the task within
+        realCapability on their simulated allocated; no check of the queue's state."""
+        if not self.ready:
+            return False
+        if self.hierarchy and not self.is_leaf(queue.uid):
+            return False
+        if queue.uid not in self.opts:
+            return False
+        for a in self._chain(queue.uid):
+            allocated = self._sim_allocated(state, a.uid)
+            if allocated is None:
+                return False
+            future = allocated.clone().add(task.resreq)
+            if future.less_equal_with_dimension(a.real_capability, task.resreq):
+                return False
+        return True
 
     # ---- events ----------------------------------------------------------------------------
     def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
