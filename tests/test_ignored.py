@@ -154,13 +154,16 @@ def test_ignored_is_always_in_the_output(tmp_path):
     assert len(yaml.safe_load(r.stdout)["ignored"]) == 2
 
 
-def test_pdb_v1beta1_is_ignored(tmp_path):
+def test_pdb_v1beta1_is_refused_like_a_v1beta1_priority_class(tmp_path):
+    """Kubernetes 1.35 serves neither policy/v1beta1 PodDisruptionBudgets nor
+    scheduling.k8s.io/v1beta1 PriorityClasses: both are one-line errors naming the object."""
     pdb = "---\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: x}\n" \
           "spec: {minAvailable: 1}\n"
-    out = out_of(schedule("-f", write(tmp_path, NODE + pdb), "-o", "json"))
-    assert [(i["kind"], i["name"], i["reason"]) for i in out["ignored"]] == [
-        ("PodDisruptionBudget", "x/db",
-         "policy/v1beta1 PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1")]
+    r = CliRunner().invoke(cli, ["schedule", "-f", write(tmp_path, NODE + pdb), "-o", "json"])
+    assert r.exit_code == 2
+    assert "PodDisruptionBudget x/db" in r.stderr
+    assert 'no matches for kind "PodDisruptionBudget" in version "policy/v1beta1" (not served since ' \
+           'Kubernetes 1.25); use apiVersion policy/v1' in r.stderr
 
 
 PODGROUP = """---

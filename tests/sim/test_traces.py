@@ -464,3 +464,45 @@ def test_duplicate_podgroups_and_finished_pods(tmp_path):
         """)
     w = read_workload([done])
     assert not w.pods and w.warnings == [f"{done}: Pod done: status.phase is Succeeded, a finished pod; skipped"]
+
+
+def test_manifest_pods_get_the_api_servers_checks(tmp_path):
+    """As `caldera schedule`'s input: a pod the API server would refuse is a one-line error
+    naming the file and the pod (here requests above limits), also in a Volcano Job's pods."""
+    pods = write(tmp_path, "pods.yaml", """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: greedy, namespace: default}
+        spec:
+          containers:
+          - name: c
+            image: busybox
+            resources: {requests: {cpu: "2"}, limits: {cpu: "1"}}
+        """)
+    msg = error([pods])
+    assert "pods.yaml" in msg and "greedy" in msg and "must be less than or equal to cpu limit" in msg
+
+
+def test_workload_priority_classes_follow_the_api_servers_rules(tmp_path):
+    """scheduling.k8s.io/v1 only, and no second globalDefault, as in `caldera schedule`."""
+    old = write(tmp_path, "old.yaml", """
+        apiVersion: scheduling.k8s.io/v1beta1
+        kind: PriorityClass
+        metadata: {name: high}
+        value: 1000
+        """)
+    assert "old.yaml" in error([old]) and "scheduling.k8s.io/v1" in error([old])
+    two = write(tmp_path, "two.yaml", """
+        apiVersion: scheduling.k8s.io/v1
+        kind: PriorityClass
+        metadata: {name: a}
+        value: 1
+        globalDefault: true
+        ---
+        apiVersion: scheduling.k8s.io/v1
+        kind: PriorityClass
+        metadata: {name: b}
+        value: 2
+        globalDefault: true
+        """)
+    assert "PriorityClass a is already marked as default" in error([two])

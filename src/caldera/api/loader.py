@@ -15,7 +15,7 @@ from .dra import DraObjects, pod_claim_refs
 from .dra import add_object as add_dra_object
 from .gputopology import check_topology
 from .objects import SYSTEM_PRIORITY_CLASSES, Node, Pod, PriorityClass, check_priority_class
-from .output import API_NOT_SERVED, KIND_NOT_USED, Ignored, object_name
+from .output import KIND_NOT_USED, Ignored, object_name
 from .pdb import PodDisruptionBudget
 from .podgroup import API_VERSION as PODGROUP_API_VERSION
 from .podgroup import PodGroup
@@ -127,9 +127,11 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
                 c.pdbs.append(pdb)
                 c.where[("PodDisruptionBudget", pdb.key)] = (source, seq)
             elif kind == "PodDisruptionBudget":
-                c.ignored.append(Ignored(kind, object_name(doc), source, f"{api or '(no apiVersion)'} "
-                                         "PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1",
-                                         API_NOT_SERVED, seq))
+                # as for a PriorityClass (check_priority_class): what the API server does not
+                # serve is refused, not passed over
+                since = " (not served since Kubernetes 1.25)" if api == "policy/v1beta1" else ""
+                raise InputError(f'no matches for kind "PodDisruptionBudget" in version "{api}"{since}; '
+                                 "use apiVersion policy/v1")
             elif kind == "ResourceQuota" and api == "v1":
                 rq = ResourceQuota(doc)
                 if rq.key in seen_quotas:

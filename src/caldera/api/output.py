@@ -7,7 +7,6 @@ from typing import Any
 
 # Why an input object was not used, by short category (the stderr summary groups by these).
 KIND_NOT_USED = "kind not used by the scheduler"
-API_NOT_SERVED = "apiVersion not served"
 NO_VOLCANO_CONF = "Volcano object without a volcano-scheduler.conf"
 NOT_FOR_VOLCANO = "not used by the Volcano scheduler"
 SCHEDULER_NAME = "schedulerName not served"

@@ -22,10 +22,12 @@ class WorkloadBuilder:
         self._policy_keys: set[str] = set()
 
     def add_pod(self, doc: dict[str, Any], arrival: float, duration: float | None,
-                grace: float = DEFAULT_GRACE_SECONDS) -> SimPod:
+                grace: float = DEFAULT_GRACE_SECONDS, *, validate: bool = False) -> SimPod:
         """Parse a pending Pod manifest and append it; InputError names the field (the caller
-        adds the file and the object)."""
-        pod = Pod(doc, len(self.workload.pods))
+        adds the file and the object). `validate`: apply the API server's checks on create, as
+        `caldera schedule` does for its input (a user's manifests; pods the trace readers make
+        from CSV rows are well formed by construction)."""
+        pod = Pod(doc, len(self.workload.pods), validate=validate)
         if pod.key in self._keys:
             raise InputError(f"duplicate Pod {pod.key}: every pod of the workload needs its own namespace/name")
         self._keys.add(pod.key)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, read_meta
+from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, check_priority_class, read_meta
 from ...api.pdb import PodDisruptionBudget
 from ...api.podgroup import API_VERSION as PODGROUP_API_VERSION
 from ...api.podgroup import PodGroup as XPodGroup
@@ -44,12 +44,14 @@ def describe(doc: dict[str, Any], index: int) -> str:
 
 
 def read_priority_classes(docs: list[Document]) -> dict[str, PriorityClass]:
-    """The PriorityClasses among the documents, by name (a later one replaces an earlier one)."""
+    """The PriorityClasses among the documents, by name, with the rules `caldera schedule` applies
+    (api.objects.check_priority_class: scheduling.k8s.io/v1 only, no duplicate, one globalDefault)."""
     out: dict[str, PriorityClass] = {}
     for source, index, doc in docs:
         if doc.get("kind") == "PriorityClass":
             try:
                 pc = PriorityClass(doc)
+                check_priority_class(pc, str(doc.get("apiVersion") or ""), out)
             except InputError as e:
                 raise InputError(e.problem, source, describe(doc, index)) from None
             out[pc.name] = pc
@@ -134,7 +136,7 @@ def _add_pod(b: WorkloadBuilder, where: str, doc: dict[str, Any]) -> None:
         spec["schedulerName"] = b.scheduler     # default_scheduler: for pods that name none
     ann = _annotations(doc)
     arrival = annotation_seconds(ann, ARRIVAL_ANNOTATION)
-    b.add_pod(doc, arrival or 0.0, annotation_seconds(ann, DURATION_ANNOTATION), _grace(spec))
+    b.add_pod(doc, arrival or 0.0, annotation_seconds(ann, DURATION_ANNOTATION), _grace(spec), validate=True)
 
 
 def _add_volcano_object(b: WorkloadBuilder, source: str, doc: dict[str, Any]) -> None:
@@ -164,7 +166,8 @@ def _add_volcano_job(b: WorkloadBuilder, source: str, doc: dict[str, Any],
             pann = pod["metadata"]["annotations"]
             pod_arrival = annotation_seconds(pann, ARRIVAL_ANNOTATION)
             pod_duration = annotation_seconds(pann, DURATION_ANNOTATION) if DURATION_ANNOTATION in pann else duration
-            b.add_pod(pod, arrival if pod_arrival is None else pod_arrival, pod_duration, _grace(pod["spec"]))
+            b.add_pod(pod, arrival if pod_arrival is None else pod_arrival, pod_duration, _grace(pod["spec"]),
+                      validate=True)
         except InputError as e:
             raise InputError(f"pod {pod['metadata']['name']}: {e.problem}") from None
 
