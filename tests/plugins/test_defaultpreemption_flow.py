@@ -359,13 +359,16 @@ def test_failed_scheduling_message_mixed_statuses():
                            "for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 
-def test_pdb_v1beta1_is_skipped_and_listed_as_ignored(tmp_path):
+def test_pdb_v1beta1_is_refused(tmp_path):
+    """Kubernetes 1.35 does not serve policy/v1beta1: an input error naming the object, as for a
+    scheduling.k8s.io/v1beta1 PriorityClass."""
     f = tmp_path / "m.yaml"
     f.write_text("apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: old}\n"
                  "spec: {selector: {matchLabels: {a: b}}}\n")
-    c = load_cluster([str(f)])
-    assert c.pdbs == [] and [i.reason for i in c.ignored] == [
-        "policy/v1beta1 PodDisruptionBudget is not served since Kubernetes 1.25; use policy/v1"]
+    with pytest.raises(InputError) as e:
+        load_cluster([str(f)])
+    assert "PodDisruptionBudget old" in str(e.value)
+    assert 'no matches for kind "PodDisruptionBudget" in version "policy/v1beta1"' in str(e.value)
 
 
 def test_fit_error_message_counts_absent_nodes_and_appends_postfilter_verbatim():
