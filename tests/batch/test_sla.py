@@ -39,10 +39,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from caldera.api.goduration import DurationError, parse_go_duration
 from caldera.batch.conf import FLAGS
 from caldera.batch.plugins import argument_warnings
 from caldera.batch.plugins.base import ABSTAIN, PERMIT
-from caldera.batch.plugins.sla import DurationError, job_waiting_time, parse_go_duration
+from caldera.batch.plugins.sla import job_waiting_time
 from caldera.cli.main import cli
 from caldera.errors import ConfigError
 

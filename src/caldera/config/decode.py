@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
-import re
 from typing import Any, NoReturn
 
+from ..api.goduration import DurationError, parse_go_duration
 from ..api.validation import field_invalid, go_quote, qualified_name_errors
 from ..errors import ConfigError
 from .defaults import DEFAULT_SCHEDULER_NAME, INVALID_V1_PLUGINS, KUBE_ONLY_PLUGINS, default_plugins
@@ -172,24 +172,6 @@ EXTENDER_FIELDS = ("urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "
                    "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable")
 EXTENDER_TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
 MANAGED_RESOURCE_FIELDS = ("name", "ignoredByScheduler")
-_DURATION_RE = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                   "h": 3600.0}
-
-
-def _go_duration_seconds(s: str) -> float | None:
-    """time.ParseDuration (a metav1.Duration's text) in seconds; None if it does not parse."""
-    if s in ("0", "+0", "-0"):
-        return 0.0
-    if not _DURATION_RE.fullmatch(s):
-        return None
-    sign = -1.0 if s.startswith("-") else 1.0
-    total = 0.0
-    for num, unit in re.findall(r"([0-9.]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)", s):
-        total += float(num) * _DURATION_UNITS[unit]
-    return sign * total
-
-
 def _is_extended_resource_name(name: str) -> bool:
     """v1helper.IsExtendedResourceName: not a native resource (no '/' or a kubernetes.io/ name),
     not requests.*, and requests.<name> a qualified name."""
@@ -230,7 +212,12 @@ def _extenders(c: _Ctx, v: object) -> list[ExtenderConfig]:
             ext.weight = c.integer(raw["weight"], f"{where}.weight", -(2**63), 2**63 - 1, "a positive integer")
         if raw.get("httpTimeout") is not None:
             t = raw["httpTimeout"]
-            secs = _go_duration_seconds(t) if isinstance(t, str) else None
+            secs: float | None = None
+            if isinstance(t, str):
+                try:
+                    secs = parse_go_duration(t) / 1e9
+                except DurationError:
+                    pass
             if secs is None:
                 shown = f'time: invalid duration "{t}"' if isinstance(t, str) else f"expected a string, got {_show(t)}"
                 raise c.err(f"{where}.httpTimeout", shown, "write a Go duration such as 5s, 500ms or 1m")

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...api.goduration import DurationError, parse_go_duration
 from ...api.objects import parse_time
 from ...errors import InputError
 from .base import PERMIT, BatchPlugin
-from .sla import DurationError, _ns, parse_go_duration
+from .sla import _ns
 
 if TYPE_CHECKING:
     from ...api.objects import Pod

@@ -52,11 +52,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...api.goduration import DurationError, parse_go_duration
 from ...api.webhook import WebhookError, dumps, json_field, post_json, verb_url
 from ..api.fiterrors import ERROR, UNRESOLVABLE, UNSCHEDULABLE
 from ..framework.hooks import NodeOrderError
 from .base import ABSTAIN, PERMIT, REJECT, BatchPlugin, Predicate
-from .sla import DurationError, parse_go_duration
 
 if TYPE_CHECKING:
     from ..api.info import JobInfo, QueueInfo, TaskInfo

@@ -57,10 +57,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...api.goduration import DurationError, parse_go_duration
 from ...errors import ConfigError
 from ..api.info import TaskInfo
 from .base import BatchPlugin
-from .sla import DurationError, parse_go_duration
 
 if TYPE_CHECKING:
     from ..framework.session import Session

@@ -68,12 +68,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...api.goduration import DurationError, parse_go_duration
 from ...errors import ConfigError
 from ..api.fiterrors import UNRESOLVABLE
 from ..api.info import FAILED, PENDING, RUNNING, SUCCEEDED
 from ..api.objects import PREEMPTABLE_KEY, parse_go_bool
 from .base import PERMIT, REJECT, BatchPlugin, Predicate
-from .sla import DurationError, _ns, parse_go_duration
+from .sla import _ns
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
