@@ -19,9 +19,10 @@ cannot parse).
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Hashable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -95,6 +96,12 @@ def expansion_error(count: int, before: int, bytes_per_pod: int, unit: str) -> s
         return (f"{count} pods would need at least {need / 2**30:.1f} GiB, more than the {mem / 2**30:.1f} GiB "
                 f"of memory of this machine; lower the {unit}")
     return ""
+
+
+def format_time(posix: float) -> str:
+    """POSIX seconds -> RFC 3339 in whole seconds (the fraction dropped), as the API server
+    writes a metav1.Time such as creationTimestamp (parse_time's inverse at that precision)."""
+    return datetime.fromtimestamp(math.floor(posix), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: object, where: str) -> float | None:

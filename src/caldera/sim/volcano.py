@@ -28,14 +28,13 @@ import itertools
 import math
 import os
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from ..api.gpu import format_devices
 from ..api.loader import Cluster
-from ..api.objects import Pod
+from ..api.objects import Pod, format_time
 from ..batch.actions import ACTIONS
 from ..batch.api.hypernode import CLUSTER_TOP, build_hypernodes
 from ..batch.api.info import ALLOCATED, BOUND, FAILED, PENDING, RUNNING, SUCCEEDED, JobInfo, TaskInfo
@@ -105,7 +104,7 @@ class VolcanoSim(Simulation):
                 at = (meta.get("annotations") or {}).get(ARRIVAL_ANNOTATION)
                 arrival = float(at) if at is not None else first_pod.get(k, 0.0)
                 doc = copy.deepcopy(doc)
-                doc.setdefault("metadata", {})["creationTimestamp"] = _timestamp(self.created(arrival))
+                doc.setdefault("metadata", {})["creationTimestamp"] = format_time(self.created(arrival))
                 self._groups[k] = (arrival, doc)
                 self._pg_queue[k] = str((doc.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
         self.queue_names = tuple(sorted({DEFAULT_QUEUE, *self._pg_queue.values(),
@@ -240,7 +239,7 @@ class VolcanoSim(Simulation):
         # Volcano's controller makes for a pod without one (snapshot.implicit_podgroup reads raw)
         pod.creation = self.created(self.now)
         meta = dict(pod.raw.get("metadata") or {})
-        meta["creationTimestamp"] = _timestamp(pod.creation)
+        meta["creationTimestamp"] = format_time(pod.creation)
         pod.raw = {**pod.raw, "metadata": meta}
         self._pending_pos[pod.key] = next(self._order)
         if not self.rebuild_every_tick:
@@ -515,7 +514,3 @@ class VolcanoSim(Simulation):
         self.table.remove_pod(key)
         self.evicted(pod)
 
-
-def _timestamp(posix: float) -> str:
-    """RFC 3339 in whole seconds, as the API server writes creationTimestamp."""
-    return datetime.fromtimestamp(math.floor(posix), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -47,12 +47,12 @@ Differences from Volcano:
 """
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...api.goduration import DurationError, parse_go_duration
+from ...api.objects import format_time
 from ...api.webhook import WebhookError, dumps, json_field, post_json, verb_url
 from ..api.fiterrors import ERROR, UNRESOLVABLE, UNSCHEDULABLE
 from ..framework.hooks import NodeOrderError
@@ -94,7 +94,7 @@ _CODES = {2: UNSCHEDULABLE, 3: UNRESOLVABLE}
 def _time(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(ts)
 
 
 def resource_json(r: Resource | None) -> dict[str, Any] | None:
