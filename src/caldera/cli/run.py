@@ -35,8 +35,8 @@ def _seconds(ctx, param, value):
 @click.option("--leader-elect-resource-name", "lease_name", default=None)
 @click.option("--metrics-addr", default="127.0.0.1:10259", show_default=True,
               help="Address for /metrics, /healthz, /readyz and /debug/profile (loopback unless told).")
-@click.option("--bind-workers", type=click.IntRange(1, 256), default=16, show_default=True,
-              help="Bindings in flight at most.")
+@click.option("--bind-workers", type=click.IntRange(1, 256), default=64, show_default=True,
+              help="Bindings in flight at most (kube-scheduler has no bound: a goroutine per binding cycle).")
 @click.option("--scheduler-name", default=None, help="Volcano configs: the pods' schedulerName (default volcano).")
 @click.option("--schedule-period", callback=_seconds, default="1s", show_default=True,
               help="Volcano configs: time between sessions.")

@@ -45,7 +45,7 @@ class RunOptions:
     lease_namespace: str | None = None
     lease_name: str | None = None
     metrics_addr: str = "127.0.0.1:10259"
-    bind_workers: int = 16
+    bind_workers: int = 64
     seed: int = 0
     scheduler_name: str | None = None         # Volcano: the pods' schedulerName (default "volcano")
     schedule_period: float = 1.0              # Volcano: seconds between sessions

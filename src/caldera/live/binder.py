@@ -41,7 +41,7 @@ class ExtenderBindError(Exception):
 
 
 class Binder:
-    def __init__(self, api, cache, *, workers: int = 16, on_bound: Callable | None = None,
+    def __init__(self, api, cache, *, workers: int = 64, on_bound: Callable | None = None,
                  on_failed: Callable | None = None, requeue: Callable | None = None):
         self.api = api
         self.cache = cache

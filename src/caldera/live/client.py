@@ -129,7 +129,10 @@ def _new_configuration():
 
     cfg = kclient.Configuration()
     cfg.socket_options = _socket_options()
-    cfg.connection_pool_maxsize = 32
+    # connections kept open to the API server: every bind worker (--bind-workers, at most 256),
+    # status writer and watch holds one while its request runs; a smaller pool would close and
+    # re-open (a TLS handshake each) the ones over its size
+    cfg.connection_pool_maxsize = 320
     return cfg
 
 
