@@ -117,7 +117,22 @@ class KubeSim(Simulation):
             self._finish_waiting()
         q.flush_backoff_completed()
         q.flush_unschedulable_leftover()
-        while (qpi := q.pop()) is not None:
+        # A pod popped from backoffQ (activeQ empty) is tried at most once per virtual instant. In
+        # kube every attempt takes real time; here, without charged cycle time, a pod that goes
+        # straight back to backoffQ (a Coscheduling gang that cannot fit, podGroupBackoffSeconds
+        # 0) would be retried at the same instant for ever. It is retried when its backoff ends.
+        tried: dict[str, float] = {}
+
+        def backoff_ok(head) -> bool:
+            if tried.get(head.key) == self.now:
+                return False
+            tried[head.key] = self.now
+            return True
+
+        while self.until is None or self.now <= self.until:     # charged cycles move the clock on
+            qpi = q.pop(backoff_ok)
+            if qpi is None:
+                break
             pod = qpi.pod
             self.attempted(pod.key)
             t0 = time.perf_counter()

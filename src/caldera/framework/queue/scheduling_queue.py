@@ -201,12 +201,15 @@ class SchedulingQueue(EventsMixin):
             self._deleted_in_flight.add(key)
         return False
 
-    def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (or of backoffQ when activeQ is empty and pop_from_backoff), now
-        in flight; None when there is nothing to pop. Clears its rejecting plugins."""
+    def pop(self, backoff_ok: Callable[[QueuedPodInfo], bool] | None = None) -> QueuedPodInfo | None:
+        """The head of activeQ (or of backoffQ when activeQ is empty and pop_from_backoff, and
+        `backoff_ok` of that head, if given, is true), now in flight; None when there is nothing
+        to pop. Clears its rejecting plugins."""
         q = self._active.pop()
         if q is None and self.pop_from_backoff:
-            q = self._backoff.pop()
+            head = self._backoff.peek() if backoff_ok is not None else None
+            if backoff_ok is None or (head is not None and backoff_ok(head)):
+                q = self._backoff.pop()
         if q is None:
             return None
         q.attempts += 1
