@@ -310,13 +310,23 @@ class KubeLoop(_Loop):
             self._scheduled.pop(pod.key, None)
             self.cache.assumed.pop(pod.key, None)
             pod.node_name = ""
-            self.queue.move_all_to_active_or_backoff("Pod/Delete", pod, None)
+            # forgetting the assumed pod is an assigned-pod delete (handleBindingCycleError); after a
+            # rejection it comes after the pod is handed back and skips the pod itself, so that the
+            # event does not requeue the pod through its own in-flight events
+            rejected = att.status.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            if not rejected:
+                self.queue.move_all_to_active_or_backoff("Pod/Delete", pod, None)
             if pod.key not in self.cache.pods:
                 self.queue.done(pod.key)
-                continue
-            qpi.unschedulable_plugins = set(att.unschedulable_plugins)
-            self.queue.add_unschedulable_if_not_present(qpi)
-            self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message, att.nominated)
+            else:
+                qpi.unschedulable_plugins = set(att.unschedulable_plugins)
+                self.queue.add_unschedulable_if_not_present(qpi)
+                self.pending_writes[pod.key] = self.write(self.status.unschedulable, pod, att.message,
+                                                          att.nominated)
+            if rejected:
+                def others(p: Any, uid: str = pod.uid) -> bool:
+                    return bool(p.uid != uid)
+                self.queue.move_all_to_active_or_backoff("Pod/Delete", pod, None, pre_check=others)
 
     def _post_filters(self, profile: str) -> list[str]:
         fw = self.scheduler.frameworks.get(profile)

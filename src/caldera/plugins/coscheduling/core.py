@@ -6,8 +6,9 @@ It keeps, per PodGroup (`namespace/name`):
   this from its pod informer's add events for assigned pods);
 - the "permitted" groups: minResources was checked and found available (valid for the Permit
   timeout, as the reference's TTL cache);
-- the backed-off groups (podGroupBackoffSeconds) and the last time each group failed
-  (QueueSort's timestamp for a failed group).
+- the backed-off groups (podGroupBackoffSeconds: from a PostFilter rejection on, PreFilter
+  refuses the group's pods; a rejection while backed off does not extend it) and the last time
+  each group failed (QueueSort's timestamp for a failed group).
 Times are the driver's clock (`Handle.now()`): virtual in `caldera simulate`, 0 in a pass.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ PG_NOT_FOUND = "PodGroup not found"
 SUCCESS = "Success"
 WAIT = "Wait"
 PERMIT_STATE_KEY = "PermitCoscheduling"
+PERMITTED_DEFAULT_TTL = 3.0      # the permitted groups' cache: gocache.New(3*time.Second, ...)
 
 
 def pod_group_label(pod: Pod) -> str:
@@ -122,7 +124,8 @@ class PodGroupManager:
         err = self.check_cluster_resource(pg, full)
         if err:
             return err
-        self.permitted[full] = self.now() + self.schedule_timeout
+        # go-cache's Add with a zero duration takes the cache's default expiration (3 s)
+        self.permitted[full] = self.now() + (self.schedule_timeout or PERMITTED_DEFAULT_TTL)
         return None
 
     def check_cluster_resource(self, pg: PodGroup, full: str) -> str | None:
@@ -199,7 +202,9 @@ class PodGroupManager:
         return pg.creation or 0.0
 
     def backoff(self, full: str, seconds: float) -> None:
-        if seconds:
+        """BackoffPodGroup: go-cache's Add, which keeps an entry that has not expired: a group
+        backs off `seconds` from the first rejection, not from the last one."""
+        if seconds and not self._live(self.backed_off, full):
             self.backed_off[full] = self.now() + seconds
 
     def delete_permitted(self, full: str) -> None:

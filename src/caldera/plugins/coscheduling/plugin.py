@@ -9,7 +9,9 @@ all-or-nothing scheduling of a PodGroup's pods.
   PodGroup does not exist, pass.
 - PostFilter: a pod of a group that found no node rejects the group's waiting pods ("optimistic
   rejection in PostFilter") unless the group already has minMember assigned pods or the
-  unassigned share is at most podGroupRejectPercentage; it may back the group off.
+  unassigned share is at most podGroupRejectPercentage; with podGroupBackoffSeconds it backs the
+  group off (PreFilter refuses its pods until then: what keeps a gang that cannot fit from being
+  retried at once, docs/kube/permit-and-coscheduling.md).
 - Permit: Wait (timeout: the group's scheduleTimeoutSeconds, else permitWaitingTimeSeconds)
   until minMember pods of the group are assigned; the pod that completes the quorum allows all.
 - Reserve: nothing; Unreserve: forget the pod and reject the group's waiting pods.
