@@ -100,7 +100,7 @@ def end_to_end(nodes: int = 1000, groups: int = 200, size: int = 50, fmt: str = 
     import sys
     import tempfile
 
-    from benchmarks.load_dump import write_json_list, write_yaml_list
+    from benchmarks.load_dump import child_env, write_json_list, write_yaml_list
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"cluster.{fmt}")
         size_b = (write_yaml_list if fmt == "yaml" else write_json_list)(manifests(nodes, groups, size), path)
@@ -110,8 +110,9 @@ def end_to_end(nodes: int = 1000, groups: int = 200, size: int = 50, fmt: str = 
         out = os.path.join(tmp, "out.json")
         code = ("import sys; from caldera.cli.main import main; sys.stdout = open(sys.argv[3], 'w'); "
                 "main(['schedule', '-f', sys.argv[1], '--config', sys.argv[2], '-o', 'json'])")
+        env = child_env()
         t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-c", code, path, conf, out], stderr=subprocess.PIPE)
+        p = subprocess.Popen([sys.executable, "-c", code, path, conf, out], stderr=subprocess.PIPE, env=env)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         err = p.stderr.read().decode() if p.stderr else ""
@@ -163,7 +164,9 @@ def main(argv=None) -> None:
         if a.e2e and not a.profile:     # alternating with the sessions, so both see the same machine
             e = end_to_end(a.nodes, a.groups, a.size, a.e2e)
             assert e["bound"] == bound, (e["bound"], bound)
+            e2e_cpu = e["cpu"] if e2e is None else min(e2e["cpu"], e["cpu"])     # CPU: the least of each
             e2e = e if e2e is None or e["seconds"] < e2e["seconds"] else e2e
+            e2e = {**e2e, "cpu": e2e_cpu}
     print(f"best session: {best:.3f} s (target <= 2 s)")
     if e2e is not None:
         print(f"best end to end (caldera schedule -f {e2e['bytes'] / 1e6:.1f} MB {a.e2e.upper()} List --config ... "

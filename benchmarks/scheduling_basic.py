@@ -70,6 +70,8 @@ def end_to_end(n: int, m: int | None = None, path: str | None = None) -> dict:
     import subprocess
     import sys
     import tempfile
+
+    from benchmarks.load_dump import child_env
     m = m or 2 * n
     with tempfile.TemporaryDirectory() as tmp:
         path = path or os.path.join(tmp, "list.json")
@@ -77,8 +79,9 @@ def end_to_end(n: int, m: int | None = None, path: str | None = None) -> dict:
         out = os.path.join(tmp, "out.json")
         code = ("import sys; from caldera.cli.main import main; sys.stdout = open(sys.argv[2], 'w'); "
                 "main(['schedule', '-f', sys.argv[1], '-o', 'json'])")
+        env = child_env()
         t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-c", code, path, out], stderr=subprocess.PIPE)
+        p = subprocess.Popen([sys.executable, "-c", code, path, out], stderr=subprocess.PIPE, env=env)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         err = p.stderr.read().decode() if p.stderr else ""
@@ -145,11 +148,14 @@ def main(argv=None) -> None:
         if a.e2e:
             best = r
             e2e = end_to_end(n)
+            cpu, e2e_cpu = r["cpu"], e2e["cpu"]
             for _ in range(a.repeat - 1):     # alternate, so both see the same machine
                 r2 = run(n, gc_policy=a.gc)
                 best = r2 if r2["pods_per_s"] > best["pods_per_s"] else best
                 e = end_to_end(n)
                 e2e = e if e["pods_per_s"] > e2e["pods_per_s"] else e2e
+                cpu, e2e_cpu = min(cpu, r2["cpu"]), min(e2e_cpu, e["cpu"])
+            best, e2e = {**best, "cpu": cpu}, {**e2e, "cpu": e2e_cpu}    # CPU: the least of each
             print(f"{'':>8}end to end (caldera schedule -f {e2e['bytes'] / 1e6:.1f} MB JSON List -o json): "
                   f"{e2e['seconds']:.2f} s, {e2e['pods_per_s']:.0f} pods/s, {e2e['bound']} bound = "
                   f"{e2e['pods_per_s'] / best['pods_per_s']:.0%} of the engine's {best['pods_per_s']:.0f} pods/s; "

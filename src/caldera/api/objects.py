@@ -409,6 +409,55 @@ def _has_host_ports(containers: list[Any], inits: list[Any], validate: bool) -> 
     return found
 
 
+# A pod's requests are computed (and, with validate, its containers' resources checked) once per
+# distinct shape of its resource fields (`_resources_shape`): a big input repeats a few shapes.
+_RESOURCES_BY_SHAPE: dict[tuple[Any, ...], tuple[dict[str, int], int, int]] = {}
+_SHAPES_MAX = 4096
+
+
+def _quantities_shape(res: object) -> tuple[Any, ...] | None:
+    """A hashable copy of a resources mapping ({requests: {name: quantity}, limits: ...}) holding
+    only string names and str/int quantities; None for anything else (then not memoised)."""
+    if res is None:
+        return ()
+    if type(res) is not dict:
+        return None
+    out: list[Any] = []
+    for part, rl in res.items():
+        if rl is None:
+            out.append((part, None))
+            continue
+        if type(part) is not str or type(rl) is not dict:
+            return None
+        for name, q in rl.items():
+            if type(name) is not str or (type(q) is not str and type(q) is not int):
+                return None
+        out.append((part, tuple(rl.items())))
+    return tuple(out)
+
+
+def _resources_shape(containers: list[Any], inits: list[Any], spec: dict[str, Any],
+                     validate: bool) -> tuple[Any, ...] | None:
+    """Everything a pod's requests and its resource checks are computed from: validate, each
+    container's resources (an init container's with whether it is a sidecar), spec.overhead and
+    spec.resources; None when one is not plain (it is then computed, and worded, as always)."""
+    parts: list[Any] = [validate, len(containers)]
+    for lst, init in ((containers, False), (inits, True)):
+        for c in lst:
+            if type(c) is not dict:
+                return None
+            shape = _quantities_shape(c.get("resources"))
+            if shape is None:
+                return None
+            parts.append((shape, c.get("restartPolicy") == "Always") if init else shape)
+    overhead = _quantities_shape({"overhead": spec.get("overhead")})
+    pod_level = _quantities_shape(spec.get("resources"))
+    if overhead is None or pod_level is None:
+        return None
+    parts += (overhead, pod_level)
+    return tuple(parts)
+
+
 class Pod:
     """A pod as the scheduler sees it. `key` is "namespace/name"."""
 
@@ -486,14 +535,50 @@ class Pod:
 
         containers = _list(spec, "containers", where)
         inits = _list(spec, "initContainers", where)
+        if validate and not containers:
+            errs.append(field_required("spec.containers"))
+        shape = _resources_shape(containers, inits, spec, validate)
+        known = _RESOURCES_BY_SHAPE.get(shape) if shape is not None else None
+        if known is not None:       # the same resources as a pod before: the same requests, no errors
+            self.requests = dict(known[0])
+            self.nonzero_cpu, self.nonzero_mem = known[1], known[2]
+            self.images = tuple(str(c["image"]) for lst in (containers, inits) for c in lst if c.get("image"))
+        else:
+            n_errs = len(errs)
+            self._read_resources(spec, containers, inits, validate, errs)
+            if shape is not None and len(errs) == n_errs:
+                if len(_RESOURCES_BY_SHAPE) >= _SHAPES_MAX:
+                    _RESOURCES_BY_SHAPE.clear()
+                _RESOURCES_BY_SHAPE[shape] = (dict(self.requests), self.nonzero_cpu, self.nonzero_mem)
+        self.tolerations = parse_tolerations(_list(spec, "tolerations", where), "spec.tolerations")
+        self.node_selector = _str_map(spec, "nodeSelector", where)
+        gate_errs: list[str] = []
+        gates = _list(spec, "schedulingGates", where)
+        self.scheduling_gates = _scheduling_gates(gates, gate_errs if validate else None)
+        aff = spec.get("affinity") or {}
+        if not isinstance(aff, dict):
+            raise InputError("spec.affinity: must be a mapping")
+        self.has_affinity = bool(aff.get("podAffinity"))
+        self.has_anti_affinity = bool(aff.get("podAntiAffinity"))
+        self.has_ports = _has_host_ports(containers, inits, validate)
+        if validate:
+            errs += _pod_spec_errors(self, aff.get("nodeAffinity"), gate_errs)
+        if self.preemption_policy is not None and self.preemption_policy not in PREEMPTION_POLICIES:
+            errs.append(field_not_supported("spec.preemptionPolicy", str(self.preemption_policy), PREEMPTION_POLICIES))
+        if errs:
+            raise InputError(aggregate(errs))      # in ValidatePodCreate's order
+        self.cache: dict[Hashable, Any] = {}
+
+    def _read_resources(self, spec: dict[str, Any], containers: list[Any], inits: list[Any], validate: bool,
+                        errs: list[str]) -> None:
+        """requests, nonzero_cpu/_mem and images from the containers, spec.overhead and
+        spec.resources; with validate, their API-server errors added to `errs`."""
         creqs: list[dict[str, int]] = []
         ireqs: list[tuple[dict[str, int], bool]] = []
         images: list[str] = []
         # (requests, limits) per container, for pod-level defaulting
         cres: list[tuple[dict[str, int], dict[str, int]]] = []
         ires: list[tuple[tuple[dict[str, int], dict[str, int]], bool]] = []
-        if validate and not containers:
-            errs.append(field_required("spec.containers"))
         for kind, lst in (("containers", containers), ("initContainers", inits)):
             for i, c in enumerate(lst):
                 w = f"spec.{kind}[{i}]"
@@ -529,24 +614,6 @@ class Pod:
         self.nonzero_cpu = nz.get("cpu", 0)
         self.nonzero_mem = nz.get("memory", 0)
         self.images = tuple(images)
-        self.tolerations = parse_tolerations(_list(spec, "tolerations", where), "spec.tolerations")
-        self.node_selector = _str_map(spec, "nodeSelector", where)
-        gate_errs: list[str] = []
-        gates = _list(spec, "schedulingGates", where)
-        self.scheduling_gates = _scheduling_gates(gates, gate_errs if validate else None)
-        aff = spec.get("affinity") or {}
-        if not isinstance(aff, dict):
-            raise InputError("spec.affinity: must be a mapping")
-        self.has_affinity = bool(aff.get("podAffinity"))
-        self.has_anti_affinity = bool(aff.get("podAntiAffinity"))
-        self.has_ports = _has_host_ports(containers, inits, validate)
-        if validate:
-            errs += _pod_spec_errors(self, aff.get("nodeAffinity"), gate_errs)
-        if self.preemption_policy is not None and self.preemption_policy not in PREEMPTION_POLICIES:
-            errs.append(field_not_supported("spec.preemptionPolicy", str(self.preemption_policy), PREEMPTION_POLICIES))
-        if errs:
-            raise InputError(aggregate(errs))      # in ValidatePodCreate's order
-        self.cache: dict[Hashable, Any] = {}
 
     @property
     def affinity(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -63,12 +63,13 @@ def reading_progress(callback: ReadProgress | None) -> Iterator[None]:
 
 
 def _load_text(text: str, source: str) -> list[Any]:
-    return _load(source, lambda: text, None)
+    return _load(source, lambda: text, None, {})
 
 
-def _load(source: str, read: Callable[[], str], path: str | None) -> list[Any]:
+def _load(source: str, read: Callable[[], str], path: str | None, slimmed: dict[int, Any]) -> list[Any]:
     """The documents of one source; a file is given to `parse.load_file`, which reads a big
-    kubectl List a block at a time. Each List item read in slices is slimmed as it is read."""
+    kubectl List a block at a time. Each List item read in slices is slimmed as it is read (the
+    pods slimmed so go in `slimmed` by id, so that `_flatten` does not slim them again)."""
     shared: dict[str, str] = {}
 
     share = [False]
@@ -78,6 +79,10 @@ def _load(source: str, read: Callable[[], str], path: str | None) -> list[Any]:
             return obj
         if obj.get("kind") == "Pod":
             _slim_pod(obj)
+            if tree and share[0]:
+                obj = _shared(obj, shared)
+            slimmed[id(obj)] = obj      # (kept: an id is not reused while its object lives)
+            return obj
         return _shared(obj, shared) if tree and share[0] else obj
 
     report = _progress.get()
@@ -134,10 +139,11 @@ def _slim_pod(doc: dict[str, Any]) -> None:
         for k in meta.keys() & _UNREAD["metadata"]:
             del meta[k]
     if isinstance(status, dict):
-        drop = _UNREAD["status"]
-        if not (isinstance(meta, dict) and (meta.get("deletionTimestamp") is not None or _has_cooldown(meta))):
-            drop = _UNREAD_STATUS_NOT_TERMINATING
-        for k in status.keys() & drop:
+        present = status.keys() & _UNREAD_STATUS_NOT_TERMINATING
+        if "conditions" in present and isinstance(meta, dict) and (meta.get("deletionTimestamp") is not None
+                                                                   or _has_cooldown(meta)):
+            present.discard("conditions")
+        for k in present:
             del status[k]
     if isinstance(spec, dict):
         for k in spec.keys() & _UNREAD["spec"]:
@@ -158,7 +164,9 @@ def _slim_pod(doc: dict[str, Any]) -> None:
                             del c[k]
 
 
-def _flatten(docs: Iterable[object], source: str) -> list[tuple[int, dict[str, Any]]]:
+def _flatten(docs: Iterable[object], source: str, slimmed: Mapping[int, Any] | None = None
+             ) -> list[tuple[int, dict[str, Any]]]:
+    slimmed = slimmed or {}
     out = []
     for i, d in enumerate(docs):
         if d is None:
@@ -169,7 +177,7 @@ def _flatten(docs: Iterable[object], source: str) -> list[tuple[int, dict[str, A
             for j, item in enumerate(d.get("items") or []):
                 if not isinstance(item, dict):
                     raise InputError(f"document {i} item {j}: expected a mapping", source)
-                if item.get("kind") == "Pod":
+                if item.get("kind") == "Pod" and id(item) not in slimmed:
                     _slim_pod(item)
                 out.append((i, item))
         else:
@@ -200,6 +208,7 @@ def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str], str | None]
 def read_documents(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     docs = []
     for source, read, path in _sources(paths):
-        for i, d in _flatten(_load(source, read, path), source):
+        slimmed: dict[int, Any] = {}
+        for i, d in _flatten(_load(source, read, path, slimmed), source, slimmed):
             docs.append((source, i, d))
     return docs

@@ -265,6 +265,12 @@ def annotations_errors(annotations: Mapping[str, str], path: str) -> list[str]:
     return errs
 
 
+@lru_cache(maxsize=1024)
+def _namespace_errors(namespace: str) -> tuple[str, ...]:
+    """metadata.namespace's errors (a big input has a few namespaces and many objects)."""
+    return tuple(field_invalid("metadata.namespace", namespace, m) for m in dns1123_label_errors(namespace))
+
+
 def object_meta_errors(name: str, namespace: str | None, labels: Mapping[str, str],
                        annotations: Mapping[str, str]) -> list[str]:
     """ValidateObjectMeta on create with NameIsDNSSubdomain (the rule of Pods, Nodes,
@@ -273,7 +279,7 @@ def object_meta_errors(name: str, namespace: str | None, labels: Mapping[str, st
     (read_meta has required it)."""
     errs = [field_invalid("metadata.name", name, m) for m in dns1123_subdomain_errors(name)]
     if namespace is not None:
-        errs += [field_invalid("metadata.namespace", namespace, m) for m in dns1123_label_errors(namespace)]
+        errs += _namespace_errors(namespace)
     if labels:
         errs += labels_errors(labels, "metadata.labels")
     if annotations:

@@ -8,15 +8,40 @@ import click
 from .. import __version__, gcpolicy
 from ..errors import CalderaError
 
-# subcommand -> (module, attribute): imported when the subcommand is used (or listed by --help),
-# so `caldera schedule` does not pay for importing run's and simulate's dependencies
+# subcommand -> (module, attribute): imported when the subcommand is used, so `caldera schedule`
+# does not pay for importing run's and simulate's dependencies
 SUBCOMMANDS = {"schedule": (".schedule", "schedule"), "simulate": (".simulate", "simulate"),
                "run": (".run", "run")}
+# The first paragraph of each subcommand's help, which `caldera --help` lists without importing
+# them (tests/test_load_overhead.py holds these to the commands' own help).
+SHORT_HELP = {
+    "run": "Run Caldera as a live scheduler until SIGTERM/SIGINT.",
+    "schedule": "Run one scheduling pass and print where each pending pod goes, and why or why not.",
+    "simulate": "Replay a workload over time and compare scheduler configurations (pods.csv, summary.json,\n"
+                "    timeseries.csv per config; plots and report.html for all).",
+}
 
 
 class CalderaGroup(click.Group):
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *SUBCOMMANDS})
+
+    def format_commands(self, ctx, formatter):
+        """click's listing of the subcommands, from SHORT_HELP for those not imported yet."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None and name in SHORT_HELP:
+                rows.append((name, click.utils.make_default_short_help(SHORT_HELP[name], limit)))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx, cmd_name):
         if cmd_name in SUBCOMMANDS and cmd_name not in self.commands:

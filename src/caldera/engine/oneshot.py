@@ -15,7 +15,8 @@ from typing import Any
 from ..api.loader import KUBE_PROFILES_ONLY, Cluster
 from ..api.output import BEING_DELETED, SCHEDULER_NAME, UNKNOWN_NODE, Ignored, PassOutput
 from ..config.types import SchedulerConfig
-from ..framework.queue import SchedulingQueue
+from ..framework.interface import QueuedPodInfo
+from ..framework.queue.heaps import order_key
 from ..plugins.dynamicresources.allocator import DraState
 from ..state.nodetable import NodeTable
 from .scheduler import Scheduler
@@ -82,6 +83,29 @@ def pending_pods(cluster: Cluster, profiles: list[str], scheduler_name: str | No
     return out
 
 
+def _queue_order(sched: Scheduler, pending: list) -> tuple[list[QueuedPodInfo], list[QueuedPodInfo]]:
+    """What kube's scheduling queue makes of the pending pods (in creation order) added one by one
+    at their creation time (the queue's clock) and popped once each: (the pods PreEnqueue lets in,
+    in the order activeQ pops them: the QueueSort plugin's, ties in arrival order; the gated ones,
+    in arrival order). PrioritySort orders by priority, then creation, then manifest order. As
+    SchedulingQueue.add/pop do for a pass in which no pod comes back (framework/queue), without a
+    heap: a pass pops every pod exactly once."""
+    fw0 = sched.default_framework
+    key = order_key(fw0.less, getattr(fw0.points["queueSort"][0], "sort_key", None))
+    now = 0.0
+    active: list[QueuedPodInfo] = []
+    gated: list[QueuedPodInfo] = []
+    for seq, p in enumerate(pending, 1):
+        now = max(now, p.creation or 0.0)
+        if p.nominated_node_name:
+            sched.nominator.add(p, p.nominated_node_name)
+        q = QueuedPodInfo(pod=p, timestamp=now, seq=seq)
+        s = sched.framework_for(p).run_pre_enqueue(p)
+        (active if s is None or s.is_success() else gated).append(q)
+    active.sort(key=key)    # stable: equal keys keep arrival order, as the heap's counter does
+    return active, gated
+
+
 def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, scheduler_name: str | None = None,
              explain: bool = False, registry=None) -> PassResult:
     """One pass over the pending pods of the configuration's profiles (of `scheduler_name` only,
@@ -101,34 +125,20 @@ def run_pass(cluster: Cluster, config: SchedulerConfig, *, seed: int = 0, schedu
     sched.dra = None if cluster.dra.empty() else DraState(cluster.dra.copy())   # DynamicResources'
     if explain:
         res.explain = {}
-    # Pending pods enter kube's scheduling queue at their creation time (the queue's clock), so
-    # PrioritySort orders them by priority, then creation, then manifest order.
-    now = [0.0]
-    fw0 = sched.default_framework
-    sort_plugin = fw0.points["queueSort"][0]
-    queue = SchedulingQueue(fw0.less, clock=lambda: now[0],
-                            pre_enqueue=lambda p: sched.framework_for(p).run_pre_enqueue(p),
-                            sort_key=getattr(sort_plugin, "sort_key", None))
     profiles = [p.scheduler_name for p in config.profiles]
     pending = sorted(pending_pods(cluster, profiles, scheduler_name, res.ignored),
                      key=lambda p: (p.creation or 0.0, p.seq))
     sched.workload = [p for on in table.pods for p in on.values()] + pending
-    for p in pending:
-        now[0] = max(now[0], p.creation or 0.0)
-        if p.nominated_node_name:
-            sched.nominator.add(p, p.nominated_node_name)
-        queue.add(p)
-    for waiting in queue.pending_pods()[1]:
-        if waiting.gated:   # PreEnqueue said no: never attempted in this pass
-            sched.nominator.remove(waiting.key)
-            s = sched.framework_for(waiting.pod).run_pre_enqueue(waiting.pod)
-            gated = s.plugin == "SchedulingGates"
-            res.unschedulable.append({"pod": waiting.key, "message": GATED_MESSAGE if gated else s.message(),
-                                      "reason": "SchedulingGated" if gated else "Unschedulable"})
+    active, gated_pods = _queue_order(sched, pending)
+    for waiting in gated_pods:   # PreEnqueue said no: never attempted in this pass
+        sched.nominator.remove(waiting.key)
+        s = sched.framework_for(waiting.pod).run_pre_enqueue(waiting.pod)
+        gated = s.plugin == "SchedulingGates"
+        res.unschedulable.append({"pod": waiting.key, "message": GATED_MESSAGE if gated else s.message(),
+                                  "reason": "SchedulingGated" if gated else "Unschedulable"})
     evicted: set[str] = set()
-    while (q := queue.pop()) is not None:
+    for q in active:      # one attempt per pod in a pass
         p = q.pod
-        queue.done(p.key)     # one attempt per pod in a pass
         if p.key in evicted:
             continue
         att = sched.schedule_one(p)
