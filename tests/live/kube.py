@@ -51,10 +51,17 @@ def clean_cluster(api: Api) -> None:
     here): for the tests that read the whole cluster (--from-cluster, default spreading) on the
     control plane the session shares, after earlier modules have left their objects behind."""
     api.request("DELETE", "/api/v1/nodes")
+    # the storage and DRA objects a pass reads too (cluster-scoped ones here, claims per namespace)
+    for path in ("/api/v1/persistentvolumes", "/apis/storage.k8s.io/v1/storageclasses",
+                 "/apis/storage.k8s.io/v1/csinodes", "/apis/resource.k8s.io/v1/resourceslices",
+                 "/apis/resource.k8s.io/v1/deviceclasses"):
+        api.request("DELETE", path)
     for ns in api.request("GET", "/api/v1/namespaces")[1].get("items", []):
         name = ns["metadata"]["name"]
         if name != "kube-system":
             api.request("DELETE", f"/api/v1/namespaces/{name}/pods?gracePeriodSeconds=0")
+            api.request("DELETE", f"/api/v1/namespaces/{name}/persistentvolumeclaims")
+            api.request("DELETE", f"/apis/resource.k8s.io/v1/namespaces/{name}/resourceclaims")
     end = time.monotonic() + 30
     while time.monotonic() < end:
         pods = [p for p in api.request("GET", "/api/v1/pods")[1].get("items", [])

@@ -93,6 +93,7 @@ def test_cluster_role_is_exactly_what_caldera_run_uses():
         ("scheduling.volcano.sh", "podgroups", ()): {"list", "watch", "patch"},
         ("scheduling.volcano.sh", "queues", ()): {"list", "watch"},
         ("scheduling.x-k8s.io", "podgroups", ()): {"list", "watch"},
+        ("scheduling.k8s.io", "workloads", ()): {"get", "list", "watch"},
         ("topology.volcano.sh", "hypernodes", ()): {"list", "watch"},
         ("policy", "poddisruptionbudgets", ()): {"list", "watch"},
         ("", "resourcequotas", ()): {"list", "watch"},
@@ -102,6 +103,18 @@ def test_cluster_role_is_exactly_what_caldera_run_uses():
         ("", "replicationcontrollers", ()): {"list", "watch"},
         ("apps", "replicasets", ()): {"list", "watch"},
         ("apps", "statefulsets", ()): {"list", "watch"},
+        # DRA and storage: kube's system:kube-scheduler (+ system:volume-scheduler) rules for them
+        ("resource.k8s.io", "deviceclasses", ()): {"get", "list", "watch"},
+        ("resource.k8s.io", "resourceslices", ()): {"get", "list", "watch"},
+        ("resource.k8s.io", "resourceclaims", ()): {"get", "list", "watch", "update", "patch"},
+        ("resource.k8s.io", "resourceclaims/status", ()): {"get", "list", "watch", "update", "patch"},
+        ("", "pods/finalizers", ()): {"update"},
+        ("", "persistentvolumes", ()): {"get", "list", "watch", "update", "patch"},
+        ("", "persistentvolumeclaims", ()): {"get", "list", "watch", "update", "patch"},
+        ("storage.k8s.io", "storageclasses", ()): {"get", "list", "watch"},
+        ("storage.k8s.io", "csinodes", ()): {"get", "list", "watch"},
+        ("storage.k8s.io", "csidrivers", ()): {"get", "list", "watch"},
+        ("storage.k8s.io", "csistoragecapacities", ()): {"get", "list", "watch"},
     }
 
 

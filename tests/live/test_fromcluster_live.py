@@ -177,3 +177,92 @@ def test_from_cluster_volcano_session_equals_files(api, control_plane, volcano_c
         assert _strip_sources(files) == _strip_sources(live)
     finally:
         delete_nodes(api, nodes)
+
+
+def test_from_cluster_reads_volumes_and_dra_objects(api, control_plane):
+    """Issue 12: every object the kube plugins read comes from the cluster: a WaitForFirstConsumer
+    claim goes to its PV's node, a DRA claim to the node whose ResourceSlice has the device."""
+    t = tag()
+    ns = namespace(api, f"fcs-{t}")
+    a, b = f"fcs-{t}-a", f"fcs-{t}-b"
+    create_node(api, a, labels={"kubernetes.io/hostname": a})
+    create_node(api, b, labels={"kubernetes.io/hostname": b})
+    sc, dc = f"local-{t}", f"gpu-{t}.example.com"
+    objs = [
+        ("/apis/storage.k8s.io/v1/storageclasses",
+         {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
+          "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}),
+        ("/api/v1/persistentvolumes",
+         {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{t}"},
+          "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                   "local": {"path": "/mnt/d"},
+                   "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                       {"key": "kubernetes.io/hostname", "operator": "In", "values": [a]}]}]}}}}),
+        (f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+         {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": ns},
+          "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                   "resources": {"requests": {"storage": "5Gi"}}}}),
+        ("/apis/resource.k8s.io/v1/deviceclasses",
+         {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": dc},
+          "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{dc}"'}}]}}),
+        ("/apis/resource.k8s.io/v1/resourceslices",
+         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{b}-gpus"},
+          "spec": {"driver": dc, "nodeName": b, "pool": {"name": b, "generation": 1, "resourceSliceCount": 1},
+                   "devices": [{"name": "gpu-0"}]}}),
+        (f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu", "namespace": ns},
+          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": dc}}]}}}),
+    ]
+    for path, body in objs:
+        api.request("POST", path, body)
+    # no PV controller runs here: the PV is Pending until marked Available, as it would mark it (a
+    # Pending PV is not matched, as in kube's FindMatchingVolume)
+    api.request("PATCH", f"/api/v1/persistentvolumes/pv-{t}/status", {"status": {"phase": "Available"}},
+                content_type="application/merge-patch+json")
+    db = pod_body(ns, "db", "default-scheduler")
+    db["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    trainer = pod_body(ns, "trainer", "default-scheduler")
+    trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    trainer["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    for p in (db, trainer):
+        api.request("POST", f"/api/v1/namespaces/{ns}/pods", p)
+    try:
+        code, out, err = _schedule("--from-cluster", "--kubeconfig", control_plane.admin_kubeconfig)
+        assert code == 0, err
+        got = {x["pod"]: x for x in out["bindings"]}
+        assert set(got) == {f"{ns}/db", f"{ns}/trainer"}, out["unschedulable"]
+        assert got[f"{ns}/db"]["node"] == a
+        assert got[f"{ns}/db"]["volumes"] == [{"claim": f"{ns}/data", "volume": f"pv-{t}"}]
+        assert got[f"{ns}/trainer"]["node"] == b
+        assert [d["device"] for c in got[f"{ns}/trainer"]["claims"] for d in c["devices"]] == ["gpu-0"]
+    finally:
+        clean_cluster(api)
+        api.request("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def test_from_cluster_reads_workloads_with_the_gate(api, control_plane):
+    """kube's Workload API (alpha; the test control plane serves it): with --feature-gates
+    GenericWorkload=true,GangScheduling=true a gang of two binds whole; without them the
+    Workload is not read."""
+    t = tag()
+    ns = namespace(api, f"fcw-{t}")
+    create_node(api, f"fcw-{t}", cpu="2")
+    api.request("POST", f"/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads",
+                {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload", "metadata": {"name": "job"},
+                 "spec": {"podGroups": [{"name": "g", "policy": {"gang": {"minCount": 2}}}]}})
+    for i in range(2):
+        p = pod_body(ns, f"w{i}", "default-scheduler", cpu="1")
+        p["spec"]["workloadRef"] = {"name": "job", "podGroup": "g"}
+        api.request("POST", f"/api/v1/namespaces/{ns}/pods", p)
+    try:
+        gates = "GenericWorkload=true,GangScheduling=true"
+        code, out, err = _schedule("--from-cluster", "--kubeconfig", control_plane.admin_kubeconfig,
+                                   "--feature-gates", gates)
+        assert code == 0, err
+        assert sorted(x["pod"] for x in out["bindings"]) == [f"{ns}/w0", f"{ns}/w1"]
+        code, out, err = _schedule("--from-cluster", "--kubeconfig", control_plane.admin_kubeconfig)
+        assert code == 0, err
+        assert not any(i["kind"] == "Workload" for i in out.get("ignored", []))
+    finally:
+        clean_cluster(api)
+        api.request("DELETE", f"/api/v1/namespaces/{ns}")

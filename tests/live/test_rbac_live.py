@@ -154,3 +154,48 @@ def test_volcano_pdb_and_resourcequota_with_shipped_rbac(scheduler_api, caplog):
         wait_until(lambda: f"{ns}/q" in app.cache.resource_quotas and f"{ns}/p" in app.cache.pdbs,
                    what="the quota and the PDB informed")
     _no_forbidden(caplog)
+
+
+def test_dra_and_volumes_with_shipped_rbac(scheduler_api, tmp_path, caplog):
+    """The DRA and storage informers list and watch, DynamicResources' PreBind writes the claim
+    (finalizer, status) and VolumeBinding's writes the PV's claimRef, all with the shipped role."""
+    from .kube import kube_profile
+    from .test_dra_live import RES, _drop_claims, claim, claim_pod, get_claim
+    from .test_volumes_live import PVController, cleanup, storage, volume_pod
+
+    admin, api = scheduler_api
+    caplog.set_level(logging.WARNING)
+    t = tag()
+    sched = f"srbac-{t}"
+    ns = namespace(admin, f"srbac-{t}")
+    node = f"srbac-{t}-0"
+    create_node(admin, node)
+    driver, cls = f"gpu-{t}.example.com", f"gpu-{t}"
+    admin.request("POST", f"{RES}/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": cls},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    admin.request("POST", f"{RES}/resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0"}]}})
+    admin.request("POST", f"{RES}/namespaces/{ns}/resourceclaims", claim(ns, "c", cls, 1))
+    sc = storage(admin, t, ns, node)
+    try:
+        with live_scheduler(api, kube_profile(tmp_path, sched)) as app:
+            wait_until(lambda: app.ready()[0], timeout=30, what="informers synced with the shipped RBAC")
+            admin.request("POST", f"/api/v1/namespaces/{ns}/pods", claim_pod(ns, "gpu", sched, "c"))
+            wait_until(lambda: get_pod(admin, ns, "gpu")["spec"].get("nodeName") == node, what="DRA pod bound")
+            assert get_claim(admin, ns, "c")["status"]["reservedFor"][0]["name"] == "gpu"
+            with PVController(admin, ns):
+                admin.request("POST", f"/api/v1/namespaces/{ns}/pods", volume_pod(ns, "vol", sched))
+                wait_until(lambda: get_pod(admin, ns, "vol")["spec"].get("nodeName") == node, what="volume pod bound")
+    finally:
+        _drop_claims(admin, ns)
+        cleanup(admin, t, ns, sc)
+        for path in (f"{RES}/resourceslices/{node}-gpus", f"{RES}/deviceclasses/{cls}"):
+            try:
+                admin.request("DELETE", path)
+            except Exception:
+                pass
+        delete_nodes(admin, [node])
+    _no_forbidden(caplog)

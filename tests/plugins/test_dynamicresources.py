@@ -271,7 +271,7 @@ def test_later_pods_see_allocated_devices(tmp_path):
     (claim(requests=(("r", "c", "Some", 1, ()),)), "allocationMode: must be ExactCount or All"),
     (rslice("n", [("d", "{x: {float: 1}}")]), "spec.devices[0].attributes[x]: expected one of"),
     ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p}}\n",
-     "spec: one of nodeName or allNodes: true is required"),
+     "spec: one of nodeName, nodeSelector or allNodes: true is required"),
     ("apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: c}\n", "use resource.k8s.io/v1"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: x}]\n"
      "  containers: [{name: c, image: x}]\n", "exactly one of resourceClaimName or resourceClaimTemplateName"),

@@ -6,10 +6,13 @@ ResourceClaimTemplate.
 What is read: DeviceClass spec.selectors[].cel.expression; ResourceSlice spec.driver,
 spec.pool.name, spec.nodeName or spec.allNodes, spec.devices[] (name, attributes, capacity);
 ResourceClaim spec.devices.requests[].exactly (deviceClassName, selectors[].cel.expression,
-allocationMode ExactCount/All, count) and status.allocation.devices.results (a claim allocated
-already holds its devices); ResourceClaimTemplate spec.spec (the claim spec). Not modelled (an
-InputError says so): firstAvailable (prioritized lists), constraints, admin access, consumable
-capacity, ResourceSlice nodeSelector / perDeviceNodeSelection.
+allocationMode ExactCount/All, count, adminAccess), firstAvailable subrequests, constraints
+(matchAttribute) and status.allocation (devices.results, nodeSelector: a claim allocated already
+holds its devices); ResourceSlice nodeSelector; ResourceClaimTemplate spec.spec (the claim spec).
+Fields whose feature gate is off by default in v1.35 (distinctAttribute: DRAConsumableCapacity;
+perDeviceNodeSelection, sharedCounters, consumesCounters: DRAPartitionableDevices; device taints
+and tolerations: DRADeviceTaints; bindingConditions: DRADeviceBindingConditions) are refused with
+an InputError saying so.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from .quantity import parse_quantity
+from .selectors import NodeSelector, parse_node_selector
 
 API_VERSION = "resource.k8s.io/v1"
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
@@ -26,13 +30,33 @@ EXACT_COUNT = "ExactCount"
 ALL = "All"
 
 
+ADMIN_NS_LABEL = "resource.kubernetes.io/admin-access"    # resourceapi.DRAAdminNamespaceLabelKey
+FIRST_AVAILABLE_MAX = 8        # resourceapi.FirstAvailableDeviceRequestMaxSize
+
+
+def _gate_off(what: str, gate: str) -> str:
+    return (f"{what}: needs the {gate} feature gate, which is off by default in Kubernetes v1.35 "
+            "(caldera models the default gates)")
+
+
 @dataclass
 class Request:
+    """A request (exactly) or one of a request's firstAvailable subrequests; a request with
+    subrequests has them in `subrequests` and no class of its own."""
     name: str
     device_class: str
     selectors: tuple[str, ...] = ()
     mode: str = EXACT_COUNT
     count: int = 1
+    admin_access: bool = False
+    subrequests: tuple[Request, ...] = ()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """spec.devices.constraints[]: matchAttribute over the named requests (none: all)."""
+    requests: tuple[str, ...]
+    attribute: str               # fully qualified: <domain>/<name>
 
 
 @dataclass
@@ -41,9 +65,13 @@ class DeviceResult:
     driver: str
     pool: str
     device: str
+    admin_access: bool = False
 
-    def as_dict(self) -> dict[str, str]:
-        return {"driver": self.driver, "pool": self.pool, "device": self.device, "request": self.request}
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"driver": self.driver, "pool": self.pool, "device": self.device, "request": self.request}
+        if self.admin_access:
+            d["adminAccess"] = True
+        return d
 
 
 @dataclass
@@ -55,6 +83,15 @@ class ResourceClaim:
     allocated_node: str | None = None                 # the node its devices are on (None: any)
     reserved_for: list[str] = field(default_factory=list)   # pod keys
     owner_pod: str = ""        # ns/name of the pod a template claim was made for
+    # metadata read by `caldera run` (kube's PreEnqueue checks of a claim read from the API): its
+    # uid, whether it is being deleted, and the uid of its controller (the pod of a template claim)
+    uid: str = ""
+    deleting: bool = False
+    controller_uid: str = ""
+    constraints: list[Constraint] = field(default_factory=list)
+    # status.allocation.nodeSelector (None: available on every node), raw and parsed
+    node_selector: dict[str, Any] | None = None
+    available_on: NodeSelector | None = None
 
     @property
     def key(self) -> str:
@@ -66,9 +103,11 @@ class Device:
     driver: str
     pool: str
     name: str
-    node: str | None          # None: allNodes
-    attributes: dict[str, dict[str, Any]]     # domain -> {name: value}
-    capacity: dict[str, dict[str, int]]       # domain -> {name: value}
+    node: str | None          # None: allNodes (or a nodeSelector)
+    attributes: dict[str, dict[str, Any]]     # domain -> {name: value} (versions as dracel.Semver)
+    capacity: dict[str, dict[str, Any]]       # domain -> {name: exact value (Fraction)}
+    selector: NodeSelector | None = None      # the slice's spec.nodeSelector
+    raw_selector: dict[str, Any] | None = None
 
 
 @dataclass
@@ -148,6 +187,7 @@ def decode_device_class(doc: dict[str, Any]) -> DeviceClass:
 
 
 def _attr_value(v: Any, what: str, obj: str) -> Any:
+    from .dracel import parse_semver, semver_error
     v = _map(v, what, obj)
     for k in ("int", "bool", "string", "version"):
         if k in v:
@@ -156,6 +196,11 @@ def _attr_value(v: Any, what: str, obj: str) -> Any:
                   "string": isinstance(x, str), "version": isinstance(x, str)}[k]
             if not ok:
                 raise InputError(f"{what}.{k}: bad value {x!r}", obj=obj)
+            if k == "version":
+                err = semver_error(x)
+                if err is not None:
+                    raise InputError(f"{what}.version: must be a semantic version (semver 2.0.0): {err}", obj=obj)
+                return parse_semver(x)
             return x
     raise InputError(f"{what}: expected one of int, bool, string, version", obj=obj)
 
@@ -173,25 +218,49 @@ def decode_resource_slice(doc: dict[str, Any]) -> list[Device]:
     driver = _str(spec.get("driver"), "spec.driver", obj)
     pool = _str(_map(spec.get("pool"), "spec.pool", obj).get("name"), "spec.pool.name", obj)
     node_name = spec.get("nodeName")
-    if spec.get("nodeSelector") is not None or spec.get("perDeviceNodeSelection"):
-        raise InputError("spec.nodeSelector/perDeviceNodeSelection: not supported by caldera; "
-                         "use spec.nodeName or spec.allNodes", obj=obj)
+    for k, gate in (("perDeviceNodeSelection", "DRAPartitionableDevices"),
+                    ("sharedCounters", "DRAPartitionableDevices")):
+        if spec.get(k):
+            raise InputError(_gate_off(f"spec.{k}", gate), obj=obj)
+    given = [k for k in ("nodeName", "nodeSelector", "allNodes") if spec.get(k) not in (None, False, "")]
+    if len(given) > 1:
+        raise InputError(f"spec: exactly one of nodeName, nodeSelector or allNodes: true is required, "
+                         f"got {', '.join(given)}", obj=obj)
+    sel: NodeSelector | None = None
+    raw_sel: dict[str, Any] | None = None
     if node_name is not None:
         node: str | None = _str(node_name, "spec.nodeName", obj)
+    elif spec.get("nodeSelector") is not None:
+        node = None
+        raw_sel = _map(spec.get("nodeSelector"), "spec.nodeSelector", obj)
+        try:
+            sel = parse_node_selector(raw_sel, "spec.nodeSelector")
+        except InputError as e:
+            raise InputError(e.problem, obj=obj) from None
+        if len(sel.terms) != 1:    # API validation: exactly one term
+            raise InputError(f"spec.nodeSelector.nodeSelectorTerms: must have exactly one term, "
+                             f"got {len(sel.terms)}", obj=obj)
     elif spec.get("allNodes") is True:
         node = None
     else:
-        raise InputError("spec: one of nodeName or allNodes: true is required", obj=obj)
+        raise InputError("spec: one of nodeName, nodeSelector or allNodes: true is required", obj=obj)
     devices = []
     for j, d in enumerate(_list(spec.get("devices"), "spec.devices", obj)):
         w = f"spec.devices[{j}]"
         d = _map(d, w, obj)
         dname = _str(d.get("name"), f"{w}.name", obj)
+        for k, gate in (("consumesCounters", "DRAPartitionableDevices"), ("nodeName", "DRAPartitionableDevices"),
+                        ("nodeSelector", "DRAPartitionableDevices"), ("allNodes", "DRAPartitionableDevices"),
+                        ("taints", "DRADeviceTaints"), ("bindingConditions", "DRADeviceBindingConditions"),
+                        ("bindingFailureConditions", "DRADeviceBindingConditions"),
+                        ("allowMultipleAllocations", "DRAConsumableCapacity")):
+            if d.get(k):
+                raise InputError(_gate_off(f"{w}.{k}", gate), obj=obj)
         attrs: dict[str, dict[str, Any]] = {}
         for k, v in _map(d.get("attributes"), f"{w}.attributes", obj).items():
             dom, n = _qualified(str(k), driver)
             attrs.setdefault(dom, {})[n] = _attr_value(v, f"{w}.attributes[{k}]", obj)
-        cap: dict[str, dict[str, int]] = {}
+        cap: dict[str, dict[str, Any]] = {}
         for k, v in _map(d.get("capacity"), f"{w}.capacity", obj).items():
             dom, n = _qualified(str(k), driver)
             val = _map(v, f"{w}.capacity[{k}]", obj).get("value")
@@ -199,42 +268,103 @@ def decode_resource_slice(doc: dict[str, Any]) -> list[Device]:
                 q = parse_quantity(val)
             except (ValueError, TypeError, InputError) as e:
                 raise InputError(f"{w}.capacity[{k}].value: bad quantity {val!r} ({e})", obj=obj) from None
-            cap.setdefault(dom, {})[n] = int(q)
-        devices.append(Device(driver, pool, dname, node, attrs, cap))
+            if _map(v, f"{w}.capacity[{k}]", obj).get("requestPolicy") is not None:
+                raise InputError(_gate_off(f"{w}.capacity[{k}].requestPolicy", "DRAConsumableCapacity"), obj=obj)
+            cap.setdefault(dom, {})[n] = q
+        devices.append(Device(driver, pool, dname, node, attrs, cap, sel, raw_sel))
     return devices
 
 
+def _exact(ex: dict[str, Any], name: str, w: str, obj: str, sub: bool) -> Request:
+    """An ExactDeviceRequest (`exactly`) or a DeviceSubRequest (sub: no adminAccess)."""
+    for k, gate in (("tolerations", "DRADeviceTaints"), ("capacity", "DRAConsumableCapacity")):
+        if ex.get(k):
+            raise InputError(_gate_off(f"{w}.{k}", gate), obj=obj)
+    if sub and "adminAccess" in ex:
+        raise InputError(f"{w}.adminAccess: not a field of a subrequest (admin access is only for exactly)",
+                         obj=obj)
+    mode = ex.get("allocationMode") or EXACT_COUNT
+    if mode not in (EXACT_COUNT, ALL):
+        raise InputError(f"{w}.allocationMode: must be ExactCount or All, got {mode!r}", obj=obj)
+    count = ex.get("count", 1) if mode == EXACT_COUNT else 0
+    if mode == EXACT_COUNT and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        raise InputError(f"{w}.count: must be a positive integer, got {count!r}", obj=obj)
+    admin = ex.get("adminAccess")
+    if admin is not None and not isinstance(admin, bool):
+        raise InputError(f"{w}.adminAccess: must be true or false, got {admin!r}", obj=obj)
+    return Request(name, _str(ex.get("deviceClassName"), f"{w}.deviceClassName", obj),
+                   _selectors(ex.get("selectors"), f"{w}.selectors", obj), mode, count, bool(admin))
+
+
 def decode_claim_spec(spec: Any, what: str, obj: str) -> list[Request]:
+    return decode_claim(spec, what, obj)[0]
+
+
+def decode_claim(spec: Any, what: str, obj: str) -> tuple[list[Request], list[Constraint]]:
+    """A ResourceClaimSpec's requests and constraints (validated as the API server does)."""
     spec = _map(spec, what, obj)
     devs = _map(spec.get("devices"), f"{what}.devices", obj)
-    if devs.get("constraints"):
-        raise InputError(f"{what}.devices.constraints: not supported by caldera", obj=obj)
-    out = []
+    out: list[Request] = []
+    names: set[str] = set()
     for j, r in enumerate(_list(devs.get("requests"), f"{what}.devices.requests", obj)):
         w = f"{what}.devices.requests[{j}]"
         r = _map(r, w, obj)
         rname = _str(r.get("name"), f"{w}.name", obj)
-        if r.get("firstAvailable"):
-            raise InputError(f"{w}.firstAvailable: prioritized lists are not supported by caldera", obj=obj)
+        if rname in names:
+            raise InputError(f"{w}.name: duplicate request name {rname!r}", obj=obj)
+        names.add(rname)
         ex = _map(r.get("exactly"), f"{w}.exactly", obj)
-        if not ex:
-            raise InputError(f"{w}.exactly: required", obj=obj)
-        if ex.get("adminAccess"):
-            raise InputError(f"{w}.exactly.adminAccess: not supported by caldera", obj=obj)
-        mode = ex.get("allocationMode") or EXACT_COUNT
-        if mode not in (EXACT_COUNT, ALL):
-            raise InputError(f"{w}.exactly.allocationMode: must be ExactCount or All, got {mode!r}", obj=obj)
-        count = ex.get("count", 1) if mode == EXACT_COUNT else 0
-        if mode == EXACT_COUNT and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
-            raise InputError(f"{w}.exactly.count: must be a positive integer, got {count!r}", obj=obj)
-        out.append(Request(rname, _str(ex.get("deviceClassName"), f"{w}.exactly.deviceClassName", obj),
-                           _selectors(ex.get("selectors"), f"{w}.exactly.selectors", obj), mode, count))
-    return out
+        first = _list(r.get("firstAvailable"), f"{w}.firstAvailable", obj)
+        if bool(ex) == bool(first):
+            raise InputError(f"{w}: exactly one of exactly or firstAvailable is required", obj=obj)
+        if ex:
+            out.append(_exact(ex, rname, f"{w}.exactly", obj, False))
+            continue
+        if len(first) > FIRST_AVAILABLE_MAX:
+            raise InputError(f"{w}.firstAvailable: must have at most {FIRST_AVAILABLE_MAX} items, "
+                             f"got {len(first)}", obj=obj)
+        subs: list[Request] = []
+        for k, sr in enumerate(first):
+            sw = f"{w}.firstAvailable[{k}]"
+            sr = _map(sr, sw, obj)
+            sname = _str(sr.get("name"), f"{sw}.name", obj)
+            if any(x.name == sname for x in subs):
+                raise InputError(f"{sw}.name: duplicate subrequest name {sname!r}", obj=obj)
+            subs.append(_exact(sr, sname, sw, obj, True))
+            names.add(f"{rname}/{sname}")
+        out.append(Request(rname, "", subrequests=tuple(subs)))
+    cons: list[Constraint] = []
+    for j, c in enumerate(_list(devs.get("constraints"), f"{what}.devices.constraints", obj)):
+        w = f"{what}.devices.constraints[{j}]"
+        c = _map(c, w, obj)
+        if c.get("distinctAttribute") is not None:
+            raise InputError(_gate_off(f"{w}.distinctAttribute", "DRAConsumableCapacity"), obj=obj)
+        attr = c.get("matchAttribute")
+        if attr is None:
+            raise InputError(f"{w}.matchAttribute: required", obj=obj)
+        attr = _str(attr, f"{w}.matchAttribute", obj)
+        if "/" not in attr or not attr.split("/", 1)[0] or not attr.split("/", 1)[1]:
+            raise InputError(f"{w}.matchAttribute: must be a fully qualified name <domain>/<name>, got {attr!r}",
+                             obj=obj)
+        reqs = tuple(_str(x, f"{w}.requests[]", obj) for x in _list(c.get("requests"), f"{w}.requests", obj))
+        for x in reqs:
+            if x not in names:
+                raise InputError(f"{w}.requests: {x!r} is not a request (or <request>/<subrequest>) of the claim",
+                                 obj=obj)
+        cons.append(Constraint(reqs, attr))
+    return out, cons
 
 
 def decode_resource_claim(doc: dict[str, Any]) -> ResourceClaim:
     name, ns, obj = _obj("ResourceClaim", doc)
-    c = ResourceClaim(ns, name, decode_claim_spec(doc.get("spec"), "spec", obj))
+    reqs, cons = decode_claim(doc.get("spec"), "spec", obj)
+    c = ResourceClaim(ns, name, reqs, constraints=cons)
+    meta = _map(doc.get("metadata"), "metadata", obj)
+    c.uid = str(meta.get("uid") or "")
+    c.deleting = meta.get("deletionTimestamp") is not None
+    c.controller_uid = next((str(o.get("uid") or "") for o in _list(meta.get("ownerReferences"),
+                                                                    "metadata.ownerReferences", obj)
+                             if isinstance(o, dict) and o.get("controller") is True), "")
     status = _map(doc.get("status"), "status", obj)
     alloc = _map(status.get("allocation"), "status.allocation", obj)
     if alloc:
@@ -246,8 +376,15 @@ def decode_resource_claim(doc: dict[str, Any]) -> ResourceClaim:
             res.append(DeviceResult(_str(r.get("request"), f"{w}.request", obj),
                                     _str(r.get("driver"), f"{w}.driver", obj),
                                     _str(r.get("pool"), f"{w}.pool", obj),
-                                    _str(r.get("device"), f"{w}.device", obj)))
+                                    _str(r.get("device"), f"{w}.device", obj),
+                                    r.get("adminAccess") is True))
         c.allocation = res
+        if alloc.get("nodeSelector") is not None:
+            c.node_selector = _map(alloc.get("nodeSelector"), "status.allocation.nodeSelector", obj)
+            try:
+                c.available_on = parse_node_selector(c.node_selector, "status.allocation.nodeSelector")
+            except InputError as e:
+                raise InputError(e.problem, obj=obj) from None
         for term in _list(_map(alloc.get("nodeSelector"), "status.allocation.nodeSelector", obj)
                           .get("nodeSelectorTerms"), "status.allocation.nodeSelector.nodeSelectorTerms", obj):
             for f in _list(_map(term, "nodeSelectorTerms[]", obj).get("matchFields"), "matchFields", obj):

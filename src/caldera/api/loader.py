@@ -23,6 +23,11 @@ from .reader import MANIFEST_SUFFIXES, read_documents
 from .resourcequota import ResourceQuota
 from .storage import STORAGE_KINDS, Storage, add_storage_object, resolve_default_class
 from .validation import already_exists
+from .workload import API_VERSION as GANG_WORKLOAD_API_VERSION
+from .workload import RESOURCE as GANG_WORKLOAD_RESOURCE
+from .workload import Workload as GangWorkload
+from .workload import check_workload_ref
+from .workload import parse_workload as parse_gang_workload
 from .workloads import KINDS as WORKLOAD_KINDS
 from .workloads import Workloads, parse_workload
 
@@ -48,6 +53,9 @@ class Cluster:
     # scheduling.x-k8s.io PodGroups by namespace/name: read for the Coscheduling plugin; also listed
     # in `ignored` (the kube pass drops that entry when a profile enables Coscheduling)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    # scheduling.k8s.io/v1alpha1 Workloads by namespace/name (api/workload.py): read for the
+    # GangScheduling plugin; also listed in `ignored` (`caldera schedule` drops that entry when used)
+    gang_workloads: dict[str, GangWorkload] = field(default_factory=dict)
     # v1 Namespaces, Services, ReplicationControllers, apps/v1 ReplicaSets, StatefulSets (api/workloads.py)
     workloads: Workloads = field(default_factory=Workloads)
     # resource.k8s.io/v1 DeviceClasses, ResourceSlices, ResourceClaims, templates (api/dra.py)
@@ -107,6 +115,7 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
                 p = Pod(doc, seq, validate=True)
                 if (doc.get("spec") or {}).get("resourceClaims"):
                     pod_claim_refs(doc, "")        # spec.resourceClaims (api/dra.py)
+                check_workload_ref(p.spec)         # spec.workloadRef (api/workload.py)
                 if p.key in seen_pods:
                     raise InputError(already_exists("pods", p.name))
                 seen_pods.add(p.key)
@@ -161,6 +170,15 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
                 c.where[("PodGroup", pg.key)] = (source, seq)
                 c.ignored.append(Ignored(kind, object_name(doc), source, f"kind PodGroup ({api}) is not used by "
                                          "the scheduler (the Coscheduling plugin reads it)", KIND_NOT_USED, seq))
+            elif kind == "Workload" and api == GANG_WORKLOAD_API_VERSION:
+                gw = parse_gang_workload(doc)
+                if gw.key in c.gang_workloads:
+                    raise InputError(already_exists(GANG_WORKLOAD_RESOURCE, gw.name))
+                c.gang_workloads[gw.key] = gw
+                c.where[("Workload", gw.key)] = (source, seq)
+                c.ignored.append(Ignored(kind, object_name(doc), source, f"kind Workload ({api}) is not used by the "
+                                         "scheduler (the GangScheduling plugin reads it; --feature-gates "
+                                         "GenericWorkload=true,GangScheduling=true)", KIND_NOT_USED, seq))
             elif (kind, api) in STORAGE_KINDS:    # the volume plugins' (api/storage.py)
                 add_storage_object(c.storage, str(kind), doc)
                 c.ignored.append(Ignored(str(kind), object_name(doc), source,

@@ -280,7 +280,7 @@ class StorageClass:
 
 
 class CSINode:
-    __slots__ = ("drivers", "name")
+    __slots__ = ("drivers", "name", "topology_keys")
 
     def __init__(self, raw: dict[str, Any]):
         _, self.name = read_meta(raw, "CSINode")
@@ -289,6 +289,7 @@ class CSINode:
         if not isinstance(drivers, list):
             raise InputError("spec.drivers: must be a list")
         self.drivers: dict[str, int | None] = {}
+        self.topology_keys: dict[str, tuple[str, ...]] = {}     # driver -> spec.drivers[].topologyKeys
         for i, d in enumerate(drivers):
             d = _mapping(d, f"spec.drivers[{i}]")
             if not d.get("name"):
@@ -298,6 +299,10 @@ class CSINode:
             if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
                 raise InputError(f"spec.drivers[{i}].allocatable.count: must be a non-negative integer, got {count!r}")
             self.drivers[str(d["name"])] = count
+            keys = d.get("topologyKeys") or []
+            if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+                raise InputError(f"spec.drivers[{i}].topologyKeys: must be a list of label keys")
+            self.topology_keys[str(d["name"])] = tuple(keys)
 
     def limits(self) -> dict[str, int]:
         """getVolumeLimits: the drivers with an allocatable count."""
@@ -374,6 +379,11 @@ class Storage:
 
     def put_pvc(self, pvc: PersistentVolumeClaim) -> None:
         self.pvcs[pvc.key] = pvc
+
+    def remove_pv(self, name: str) -> None:
+        """A PV is deleted (simulate's PV controller: reclaimPolicy Delete)."""
+        if self.pvs.pop(name, None) is not None:
+            self._by_class = None
 
     def delay_binding(self, pvc: PersistentVolumeClaim) -> bool:
         """IsDelayBindingMode (a missing class: not delayed)."""

@@ -8,6 +8,7 @@ import threading
 
 import click
 
+from ..config import featuregates
 from ..configfile import load_config
 from ..plugins.registry import build_registry
 
@@ -49,10 +50,15 @@ def _seconds(ctx, param, value):
 @click.option("--trace-sampling-per-million", type=click.IntRange(0, 1_000_000), default=1_000_000,
               show_default=True, help="Scheduling cycles / sessions traced, per million.")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.option("--feature-gates", "feature_gates", default="", metavar="A=true,B=false",
+              callback=lambda ctx, param, v: featuregates.parse(v or ""),
+              help="kube-scheduler's feature gates Caldera models: GenericWorkload, GangScheduling (kube's own gang "
+                   "scheduling; docs/kube/workload-gang.md); other kube v1.35.4 gates only at their default.")
 def run(kubeconfig, context, config_path, leader_elect, lease_duration, renew_deadline, retry_period,
         lease_namespace, lease_name, metrics_addr, bind_workers, scheduler_name, schedule_period, seed,
-        otlp_endpoint, trace_sampling_per_million, verbose):
+        otlp_endpoint, trace_sampling_per_million, verbose, feature_gates):
     """Run Caldera as a live scheduler until SIGTERM/SIGINT."""
+    click.get_current_context().with_resource(featuregates.use(feature_gates))
     from ..live.app import LiveScheduler, RunOptions
     from ..live.client import connect
 

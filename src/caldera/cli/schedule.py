@@ -9,10 +9,11 @@ import orjson
 import yaml
 
 from ..api.loader import Cluster, load_cluster
-from ..api.output import NO_VOLCANO_CONF, Ignored, ignored_summary, object_name
+from ..api.output import KIND_NOT_USED, NO_VOLCANO_CONF, Ignored, ignored_summary, object_name
 from ..batch.cache.snapshot import volcano_objects
 from ..batch.conf import VolcanoConf
 from ..batch.runner import run_session
+from ..config import featuregates
 from ..configfile import load_config
 from ..engine.oneshot import run_pass
 from ..errors import ConfigError
@@ -41,9 +42,14 @@ from . import progress
 @click.option("--now", "now_text", default=None, metavar="RFC3339",
               help="volcano-scheduler.conf only: the session's time, for plugins that decide on time (sla, "
                    "tdm, cdp), e.g. 2026-01-01T12:00:00Z (default: the newest creationTimestamp in the input).")
+@click.option("--feature-gates", "feature_gates", default="", metavar="A=true,B=false",
+              callback=lambda ctx, param, v: featuregates.parse(v or ""),
+              help="kube-scheduler's feature gates Caldera models: GenericWorkload, GangScheduling (kube's own gang "
+                   "scheduling; docs/kube/workload-gang.md); other kube v1.35.4 gates only at their default.")
 def schedule(files, from_cluster, kubeconfig, kube_context, config_path, output, explain, scheduler_name, seed,
-             now_text):
+             now_text, feature_gates):
     """Run one scheduling pass and print where each pending pod goes, and why or why not."""
+    click.get_current_context().with_resource(featuregates.use(feature_gates))
     if not files and not from_cluster:
         raise click.UsageError("give manifests with -f FILE_OR_DIR, or --from-cluster (or both)")
     if not from_cluster and (kubeconfig or kube_context):
@@ -68,6 +74,7 @@ def schedule(files, from_cluster, kubeconfig, kube_context, config_path, output,
                               f"profiles: {[p.scheduler_name for p in config.profiles]}")
     cluster = _load(files, remote)
     _ignore_volcano_objects(cluster, config_path)
+    _use_gang_workloads(cluster, config, registry)
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
 
@@ -107,6 +114,17 @@ def _load(files, remote: tuple[str | None, str | None] | None = None, volcano: b
         where += ['<stdin>' if f == '-' else f for f in files]
         cluster.warnings.append(f"no objects in {', '.join(where)}")
     return cluster
+
+
+def _use_gang_workloads(cluster: Cluster, config, registry: dict) -> None:
+    """The GangScheduling plugin reads the input's Workloads (scheduling.k8s.io/v1alpha1); they are
+    used, not `ignored`, when GenericWorkload is on and a profile enables the plugin."""
+    from ..plugins.gangscheduling import GangScheduling
+    registry["GangScheduling"] = GangScheduling.with_workloads(lambda: cluster.gang_workloads)
+    if featuregates.enabled(featuregates.GENERIC_WORKLOAD) and any(
+            r.name == "GangScheduling" for prof in config.profiles for refs in prof.plugins.values() for r in refs):
+        cluster.ignored = [i for i in cluster.ignored if not (
+            i.kind == "Workload" and i.category == KIND_NOT_USED and "GangScheduling" in i.reason)]
 
 
 def _ignore_volcano_objects(cluster: Cluster, config_path: str | None) -> None:

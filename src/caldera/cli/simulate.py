@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from ..config import featuregates
 from ..errors import InputError
 
 
@@ -40,10 +41,15 @@ from ..errors import InputError
                    "default: the paper's six.")
 @click.option("--tune", type=float, default=None, metavar="X",
               help="--protocol fgd: total GPU request as a fraction of capacity (default 1.3).")
+@click.option("--feature-gates", "feature_gates", default="", metavar="A=true,B=false",
+              callback=lambda ctx, param, v: featuregates.parse(v or ""),
+              help="kube-scheduler's feature gates Caldera models: GenericWorkload, GangScheduling (kube's own gang "
+                   "scheduling; docs/kube/workload-gang.md); other kube v1.35.4 gates only at their default.")
 def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed_text, until, jobs, schedule_period,
-             charge_cycle_time, ray_address, protocol, policies, tune):
+             charge_cycle_time, ray_address, protocol, policies, tune, feature_gates):
     """Replay a workload over time and compare scheduler configurations (pods.csv, summary.json,
     timeseries.csv per config; plots and report.html for all)."""
+    click.get_current_context().with_resource(featuregates.use(feature_gates))
     from ..sim import run as sim_run
     from ..sim.traces import read_cluster, read_workload
     from .simulate_fgd import fgd_protocol, parse_seeds
@@ -77,7 +83,7 @@ def simulate(cluster_paths, workload_paths, config_paths, out_dir, seed_text, un
         click.echo(f"caldera: warning: {w}", err=True)
     out = Path(out_dir)
     specs = [sim_run.RunSpec(name, path, str(out), seed=seed, until=until, charge_cycle_time=charge_cycle_time,
-                             schedule_period=schedule_period)
+                             schedule_period=schedule_period, feature_gates=feature_gates)
              for name, path in zip(sim_run.run_names(configs), configs or [None])]
     click.echo(f"caldera: simulating {len(workload.pods)} pods on {len(cluster.nodes)} nodes, "
                f"{len(specs)} run(s); Ctrl-C stops and writes what was simulated so far", err=True)

@@ -79,7 +79,7 @@ def _hypernodes_table(con: Console, pg: dict) -> None:
 # legend under each table spells out the ones it uses.
 SHORT = {"NodeResourcesFit": "Fit", "NodeResourcesBalancedAllocation": "Balanced",
          "TaintToleration": "Taint", "NodeAffinity": "NodeAff", "PodTopologySpread": "Spread",
-         "InterPodAffinity": "PodAff", "ImageLocality": "Image",
+         "InterPodAffinity": "PodAff", "ImageLocality": "Image", "DynamicResources": "DRA",
          "GpuPacking": "Packing", "GpuClustering": "Cluster",     # GPU policies (docs/gpu.md)
          "GPUTopology": "GpuTopo",                                # GPU links (docs/gpu.md)
          # Volcano's nodeorder reports the kube scorers it wraps, NodeResourcesFit per strategy

@@ -2,6 +2,7 @@
 multiPoint in this order, with the default score weights; and the default configuration."""
 from __future__ import annotations
 
+from . import featuregates
 from .expand import MULTI_POINT, PluginSet, Registry, expand_plugins, merge_plugins
 from .types import PluginRef, Profile, SchedulerConfig
 
@@ -36,8 +37,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 INVALID_V1_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 # Other kube in-tree plugin names caldera does not implement: accepted in `disabled` lists
 # (disabling them is a no-op here), rejected when enabled.
-KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("NodeDeclaredFeatures", "GangScheduling",
-                                          "SelectorSpread", "ServiceAffinity")
+KUBE_ONLY_PLUGINS = INVALID_V1_PLUGINS + ("NodeDeclaredFeatures", "SelectorSpread", "ServiceAffinity")
 
 
 # Caldera's own plugins in the default multiPoint set: (name, weight, the kube plugin it follows).
@@ -55,6 +55,8 @@ def default_plugins(registry: Registry | None = None) -> dict[str, PluginSet]:
         if registry is not None and name in registry:
             at = next(j for j, r in enumerate(refs) if r.name == after) + 1
             refs.insert(at, PluginRef(name, w))
+    if featuregates.enabled(featuregates.GANG_SCHEDULING):    # applyFeatureGates: applyGangScheduling
+        refs.append(PluginRef("GangScheduling", 0))
     return {MULTI_POINT: PluginSet(refs)}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api.objects import Pod
 from ..api.pdb import PodDisruptionBudget
@@ -50,6 +50,13 @@ class Handle:
         """The PVs, PVCs, StorageClasses and CSI objects the volume plugins read (None: the driver
         does not model storage, and the volume plugins let every pod through)."""
         return self.scheduler.storage
+
+    @property
+    def api_writer(self) -> Any:
+        """`caldera run`'s writer of what PreBind changes in the API (live/prebind.py ApiWriter):
+        a PreBind plugin registers its writes there and they run in the binding thread. None in
+        schedule and simulate (PreBind's effects stay in memory)."""
+        return self.scheduler.api_writer
 
     def nominated_pods(self, i: int) -> list[Pod]:
         return self.scheduler.nominator.pods_on(i)

@@ -136,6 +136,12 @@ class Scheduler:
         self.storage: Storage | None = None          # PVs, PVCs, classes (drivers that model storage)
         self.workloads: Workloads | None = None     # namespaces and pod owners (None: not known)
         self.dra: Any = None          # DynamicResources' DraState (None: no resource.k8s.io objects)
+        # DynamicResources makes the claims of ResourceClaimTemplates itself (kube's resourceclaim
+        # controller's stand-in); `caldera run` turns it off: there the API has the claims
+        self.dra_makes_template_claims = True
+        # `caldera run`: the writer PreBind plugins hand their API writes to (live/prebind.py); they
+        # run in the binding thread before the Binding. None: PreBind's effects stay in memory
+        self.api_writer: Any = None
         self.nominator = Nominator(table)
         self.next_start = 0
         self._evictions: list | None = None
@@ -150,6 +156,7 @@ class Scheduler:
         self.clock: Callable[[], float] = lambda: 0.0
         self._resolved: list[WaitingPod] = []
         self.pod_groups: dict = {}                   # scheduling.x-k8s.io PodGroups (Coscheduling)
+        self.gang_workloads: dict = {}               # scheduling.k8s.io Workloads by ns/name (GangScheduling)
         self.pod_lister: Callable[[], list] | None = None
         self.on_activate: Callable[[list], None] | None = None     # PodsToActivate (Handle.activate)
         for prof in config.profiles:
@@ -438,6 +445,8 @@ class Scheduler:
                 bound = extenders_binding(self.extenders, pod, node)
             s = fwk.run_bind(state, pod, node) if bound is None else bound
         if not s.is_success():
+            if self.api_writer is not None:
+                self.api_writer.discard(pod.key)        # PreBind's API work registered for the pod
             fwk.run_unreserve(state, pod, node)
             if table.node_of(pod.key) is not None:
                 table.remove_pod(pod.key)

@@ -11,13 +11,16 @@ from typing import Any
 
 from .. import gcpolicy
 from ..batch.conf import VolcanoConf
+from ..config import featuregates
 from ..errors import ConfigError
+from .apicache import PLUGIN_RESOURCES, STORAGE_PLUGINS
 from .binder import Binder
 from .cache import ClusterCache
 from .informer import RESOURCES, Informer, wait_for_sync
 from .leader import LeaderElectionConfig, LeaderElector
 from .loop import BatchLoop, KubeLoop
 from .metrics import SchedulerMetrics
+from .prebind import ApiWriter
 from .server import MetricsServer
 from .status import StatusWriter
 
@@ -132,12 +135,20 @@ class LiveScheduler:
             # Coscheduling (opt-in): scheduling.x-k8s.io PodGroups (live/xpodgroups.py)
             kube_loop = self.loop
             assert isinstance(kube_loop, KubeLoop)
+            # DRA and storage objects, for the plugins that read them
+            self._api_object_informers(api, kube_loop)
             if any(fw.plugin("Coscheduling") for fw in kube_loop.scheduler.frameworks.values()):
                 from .xpodgroups import RESOURCE as XPG
                 from .xpodgroups import XPodGroups
                 xpg = XPodGroups(kube_loop.scheduler.pod_groups, c)
                 self.informers.append(Informer(api, XPG, on_add=xpg.on_add, on_update=xpg.on_update,
                                                on_delete=xpg.on_delete, name="podgroups.scheduling.x-k8s.io"))
+            # kube's Workloads (GangScheduling), as kube-scheduler: only with GenericWorkload on
+            if featuregates.enabled(featuregates.GENERIC_WORKLOAD):
+                from .gangworkloads import GangWorkloads
+                gw = GangWorkloads(kube_loop.scheduler.gang_workloads, c)
+                self.informers.append(Informer(api, "workloads", on_add=gw.on_add, on_update=gw.on_update,
+                                               on_delete=gw.on_delete, name="workloads.scheduling.k8s.io"))
         if self.batch:
             self.informers += [
                 Informer(api, "podgroups", on_add=c.on_podgroup, on_update=lambda o, n: c.on_podgroup(n),
@@ -172,6 +183,32 @@ class LiveScheduler:
                                     profile=self.loop.profiler.request)
         self.thread: threading.Thread | None = None
         self.stopped = threading.Event()
+
+    def _api_object_informers(self, api, loop: KubeLoop) -> None:
+        """DRA and storage informers, each only when an enabled plugin reads it (as kube-scheduler
+        starts an informer when a plugin asks for its lister), into the cache's ApiObjects; the
+        scheduler reads them (Scheduler.dra / .storage) and its PreBind plugins write through the
+        ApiWriter (live/prebind.py). ResourceClaimTemplates are not read: kube's resourceclaim
+        controller creates the claims, so Caldera does not stand in for it here."""
+        sched = loop.scheduler
+        enabled = {name for fw in sched.frameworks.values() for name in fw.instances}
+        plurals: list[str] = []
+        for plugin, resources in PLUGIN_RESOURCES.items():
+            if plugin in enabled:
+                plurals += [r for r in resources if r not in plurals]
+        if not plurals:
+            return
+        objs = self.cache.objects
+        sched.dra_makes_template_claims = False
+        sched.api_writer = ApiWriter(api, self.cache)
+        if "DynamicResources" in enabled:
+            sched.dra = objs.dra
+            objs.on_dra.append(lambda dra: setattr(sched, "dra", dra))
+        if any(p in enabled for p in STORAGE_PLUGINS):
+            sched.storage = objs.storage
+        for plural in plurals:
+            add, upd, dele, many = objs.handlers(plural)
+            self.informers.append(Informer(api, plural, on_add=add, on_update=upd, on_delete=dele, on_add_many=many))
 
     # ---- state ------------------------------------------------------------------------
     def _can_act(self) -> bool:

@@ -42,7 +42,8 @@ class ExtenderBindError(Exception):
 
 class Binder:
     def __init__(self, api, cache, *, workers: int = 64, on_bound: Callable | None = None,
-                 on_failed: Callable | None = None, requeue: Callable | None = None):
+                 on_failed: Callable | None = None, requeue: Callable | None = None,
+                 on_work_failed: Callable | None = None):
         self.api = api
         self.cache = cache
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="caldera-bind")
@@ -55,10 +56,15 @@ class Binder:
         self.failed = 0
         self.idle = threading.Condition(self.lock)
         self.extenders: list = []       # HTTP extenders (engine/extenders.py); those with bindVerb bind
+        # a pod with PreBind API work (live/prebind.py) whose binding cycle failed: (pod, node, work,
+        # message); the loop undoes its reservations and requeues it
+        self.on_work_failed = on_work_failed
+        self.stopping = threading.Event()       # shutdown: PreBind waits (the PV controller) give up
 
-    def submit(self, pod, node: str, devices: tuple[int, ...] | None = None) -> bool:
+    def submit(self, pod, node: str, devices: tuple[int, ...] | None = None, work=None) -> bool:
         """Start binding `pod` to `node`; False if a bind for it is already in flight. `devices`:
-        the GPUs it took (default: those the live cache's table gives it)."""
+        the GPUs it took (default: those the live cache's table gives it). `work`: the PreBind API
+        writes to make first (live/prebind.py Work), in the bind thread."""
         with self.lock:
             if pod.key in self.in_flight:
                 return False
@@ -75,10 +81,18 @@ class Binder:
         annotations = {k: v for k, v in pod.annotations.items() if k in VOLCANO_DEVICE_ANNOTATIONS}
         if devices is not None:
             annotations[DEVICES_ANNOTATION] = format_devices(devices)
-        self.pool.submit(self._bind, pod, node, annotations)
+        self.pool.submit(self._bind, pod, node, annotations, work)
         return True
 
-    def _bind(self, pod, node: str, annotations: dict[str, str] | None = None) -> None:
+    def _bind(self, pod, node: str, annotations: dict[str, str] | None = None, work=None) -> None:
+        if work is not None:
+            try:
+                err = work.run(self.stopping)
+            except Exception as e:  # a step that broke: the binding cycle fails with its error
+                err = f"{type(e).__name__}: {e}"
+            if err is not None:
+                self._work_failed(pod, node, work, err)
+                return
         meta: dict = {"name": pod.name, "namespace": pod.namespace}
         if annotations:
             # the API server copies a Binding's annotations onto the pod as it binds it (BindingREST),
@@ -90,9 +104,9 @@ class Binder:
             if not self._extender_bound(pod, node, annotations):
                 self.api.request("POST", pod_path(pod, "binding"), body)
         except ApiError as e:
-            self._failed(pod, node, e)
+            self._failed(pod, node, e, work)
         except Exception as e:  # connection dropped mid-request: the outcome is unknown
-            self._failed(pod, node, e)
+            self._failed(pod, node, e, work)
         else:
             with self.lock:
                 self.bound += 1
@@ -118,7 +132,20 @@ class Binder:
             self.api.request("PATCH", pod_path(pod), {"metadata": {"annotations": annotations}})
         return True
 
-    def _failed(self, pod, node: str, err) -> None:
+    def _work_failed(self, pod, node: str, work, message: str) -> None:
+        with self.lock:
+            self.failed += 1
+        if self.on_work_failed is not None:
+            self.on_work_failed(pod, node, work, message)
+        else:
+            self.cache.forget(pod)
+            self.requeue(pod)
+        with self.lock:
+            self.in_flight.discard(pod.key)
+            if not self.in_flight:
+                self.idle.notify_all()
+
+    def _failed(self, pod, node: str, err, work=None) -> None:
         status = getattr(err, "status", None)
         if status != 404:
             # whatever the error, the API is the truth: a pod that is in fact bound (our own
@@ -138,6 +165,14 @@ class Binder:
                 if bound_to == node:
                     self.on_bound(pod, node)
                 return
+        if work is not None and self.on_work_failed is not None:
+            # the pod's PreBind wrote to the API: its binding cycle fails as a PreBind failure does
+            with self.lock:
+                self.failed += 1
+            self.on_failed(pod, node, err)
+            why = getattr(err, "message", "") or err
+            self.on_work_failed(pod, node, work, f'running Bind plugin "DefaultBinder": {why}')
+            return
         with self.lock:
             self.failed += 1
         self.cache.forget(pod)
@@ -151,5 +186,6 @@ class Binder:
             return self.idle.wait_for(lambda: not self.in_flight, timeout)
 
     def shutdown(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
         self.wait_idle(timeout)
         self.pool.shutdown(wait=True, cancel_futures=False)

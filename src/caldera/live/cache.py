@@ -18,10 +18,13 @@ from ..api.pdb import PodDisruptionBudget
 from ..api.resourcequota import ResourceQuota
 from ..api.workloads import Workloads, parse_workload
 from ..batch.api.numatopology import NumatopoInfo, parse_numatopology
+from ..config import featuregates
 from ..errors import InputError
 from ..framework.queue.events import node_update_events
+from ..plugins.gangscheduling.plugin import matching_workload_reference
 from ..state.devices import PIN as GPU_PIN
 from ..state.nodetable import ALLOCATABLE, LABELS, NodeTable
+from .apicache import ApiObjects
 
 
 class ClusterCache:
@@ -49,6 +52,9 @@ class ClusterCache:
         self.numatopologies: dict[str, NumatopoInfo] = {}
         self.numa_changes: dict[str, str] = {}
         self.warn = on_warning or (lambda m: None)
+        # resource.k8s.io and storage objects (informed for kube profiles whose plugins read them):
+        # Scheduler.dra and Scheduler.storage, with kube's assume-cache rules (apicache.py)
+        self.objects = ApiObjects(self)
         self.seq = 0
         self.changed = threading.Event()           # set on every event (the batch loop waits on it)
 
@@ -102,6 +108,7 @@ class ClusterCache:
             if not fresh:
                 return
             self.table.add_nodes(fresh.values())
+            self.objects.nodes_moved()
             for node in fresh.values():
                 for key in self.unplaced.pop(node.name, ()):   # pods the watch delivered before their node
                     p = self.pods.get(key)
@@ -145,6 +152,7 @@ class ClusterCache:
                 # its pods wait for the node to come back, as pods seen before their node do
                 self.unplaced.setdefault(name, set()).update(self.table.pods[self.table.index[name]])
                 self.table.remove_node(name)
+                self.objects.nodes_moved()
             self.changed.set()
 
     # ---- pods -----------------------------------------------------------------------------
@@ -246,6 +254,9 @@ class ClusterCache:
         elif self.queue is not None and self.responsible(pod) and self._pending(pod) \
                 and pod.key not in self.assumed:
             self.queue.add(pod)
+            if featuregates.enabled(featuregates.GANG_SCHEDULING):     # kube's addPodToSchedulingQueue
+                self.queue.move_all_to_active_or_backoff(
+                    "UnschedulablePod/Add", None, pod, pre_check=lambda p: matching_workload_reference(p, pod))
 
     # ---- assume / forget (the scheduling loop and the binder) ------------------------------
     def assume(self, pod: Pod, node: str) -> None:

@@ -10,12 +10,15 @@ decodes and validates them exactly as it does files, and `-f` files can be added
     manifests are read), PriorityClasses, policy/v1 PodDisruptionBudgets (DefaultPreemption);
   - with a KubeSchedulerConfiguration, what only kube profiles read: Namespaces, Services,
     ReplicationControllers, ReplicaSets, StatefulSets (api/workloads.py), PersistentVolumes and
-    Claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities (api/storage.py), and
-    scheduling.x-k8s.io PodGroups (Coscheduling);
+    Claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities (api/storage.py),
+    scheduling.x-k8s.io PodGroups (Coscheduling), resource.k8s.io/v1 DeviceClasses, ResourceSlices,
+    ResourceClaims and ResourceClaimTemplates (DynamicResources; api/dra.py), and with
+    `--feature-gates GenericWorkload=true` scheduling.k8s.io/v1alpha1 Workloads (GangScheduling);
   - with a volcano-scheduler.conf (`volcano=True`), what Volcano's session reads: v1
     ResourceQuotas and the Volcano CRDs' PodGroups, Queues (scheduling.volcano.sh/v1beta1),
     HyperNodes (topology.volcano.sh/v1alpha1) and Numatopologies (nodeinfo.volcano.sh/v1alpha1).
-A 404 on a CRD's list (the CRD is not installed) skips that kind; on a built-in kind it is an error.
+A 404 on a CRD's list (the CRD is not installed) or on an API group the server does not serve
+(resource.k8s.io/v1 before kube 1.34, an alpha group) skips that kind; on a core kind it is an error.
 
 Not read: Volcano Jobs (their controller has already made the PodGroup and Pods they stand for;
 reading both would count those pods twice); with a kube configuration the Volcano objects and
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.reader import _slim_pod as slim_pod
+from ..config import featuregates
 from ..errors import ConfigError
 from .client import Api, ApiError
 from .informer import POD_NON_TERMINAL
@@ -69,7 +73,15 @@ KUBE_ONLY = (
     Listed("CSIDriver", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers"),
     Listed("CSIStorageCapacity", "storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csistoragecapacities"),
     Listed("PodGroup", "scheduling.x-k8s.io/v1alpha1", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", True),
+    # DynamicResources (api/dra.py); resource.k8s.io/v1 is served from kube 1.34 (older servers: skipped)
+    Listed("DeviceClass", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/deviceclasses", True),
+    Listed("ResourceSlice", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceslices", True),
+    Listed("ResourceClaim", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceclaims", True),
+    Listed("ResourceClaimTemplate", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceclaimtemplates", True),
 )
+# kube's Workloads (GangScheduling; api/workload.py): an alpha API, read with --feature-gates GenericWorkload=true
+# (a server that does not serve it: skipped)
+GANG_WORKLOADS = Listed("Workload", "scheduling.k8s.io/v1alpha1", "/apis/scheduling.k8s.io/v1alpha1/workloads", True)
 VOLCANO = (
     Listed("ResourceQuota", "v1", "/api/v1/resourcequotas"),
     Listed("Queue", "scheduling.volcano.sh/v1beta1", "/apis/scheduling.volcano.sh/v1beta1/queues", True),
@@ -149,4 +161,6 @@ def iter_kinds(volcano: bool) -> Iterator[Listed]:
     """The collections read_cluster lists, in order (the pods last)."""
     yield from KUBE
     yield from VOLCANO if volcano else KUBE_ONLY
+    if not volcano and featuregates.enabled(featuregates.GENERIC_WORKLOAD):
+        yield GANG_WORKLOADS
     yield PODS

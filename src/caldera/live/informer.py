@@ -68,6 +68,19 @@ RESOURCES = {
     "replicationcontrollers": Resource("replicationcontrollers", "v1", True, "ReplicationController"),
     "replicasets": Resource("replicasets", "apps/v1", True, "ReplicaSet"),
     "statefulsets": Resource("statefulsets", "apps/v1", True, "StatefulSet"),
+    # kube profiles whose plugins read them (app.py, apicache.PLUGIN_RESOURCES): DynamicResources'
+    # devices and claims, and the volume plugins' storage objects
+    "deviceclasses": Resource("deviceclasses", "resource.k8s.io/v1", False, "DeviceClass"),
+    "resourceslices": Resource("resourceslices", "resource.k8s.io/v1", False, "ResourceSlice"),
+    "resourceclaims": Resource("resourceclaims", "resource.k8s.io/v1", True, "ResourceClaim"),
+    "persistentvolumes": Resource("persistentvolumes", "v1", False, "PersistentVolume"),
+    "persistentvolumeclaims": Resource("persistentvolumeclaims", "v1", True, "PersistentVolumeClaim"),
+    "storageclasses": Resource("storageclasses", "storage.k8s.io/v1", False, "StorageClass"),
+    "csinodes": Resource("csinodes", "storage.k8s.io/v1", False, "CSINode"),
+    "csidrivers": Resource("csidrivers", "storage.k8s.io/v1", False, "CSIDriver"),
+    "csistoragecapacities": Resource("csistoragecapacities", "storage.k8s.io/v1", True, "CSIStorageCapacity"),
+    # kube's Workload API (alpha), only with --feature-gates GenericWorkload=true (app.py, gangworkloads.py)
+    "workloads": Resource("workloads", "scheduling.k8s.io/v1alpha1", True, "Workload"),
 }
 
 

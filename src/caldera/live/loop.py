@@ -143,6 +143,9 @@ class KubeLoop(_Loop):
                                      hints=hints_from_plugins(plugins), recorder=metrics)
         cache.queue = self.queue
         self.binder = binder_factory(requeue=self._requeue, on_bound=self._bound)
+        # PreBind's API writes (live/prebind.py) fail the binding cycle in the bind thread
+        self.binder.on_work_failed = self._work_failed
+        self._qpi = None                            # the QueuedPodInfo of the cycle running
         if any(e.is_binder() for e in self.scheduler.extenders):
             # an extender with bindVerb binds in the binding threads, as kube's binding cycle
             # (extendersBinding) runs off the scheduling loop (live/binder.py)
@@ -156,9 +159,43 @@ class KubeLoop(_Loop):
 
     # ---- engine callbacks ---------------------------------------------------------------
     def _bind(self, pod, node: str) -> Status:
-        if not self.binder.submit(pod, node):
+        writer = self.scheduler.api_writer
+        work = writer.take(pod.key) if writer is not None else None
+        if work is None:
+            ok = self.binder.submit(pod, node)
+        else:
+            # the pod's PreBind API writes go with it to the bind thread (kube's binding goroutine)
+            qpi = self._waiting.get(pod.key) or self._qpi
+            work.qpi = qpi if qpi is not None and qpi.pod.key == pod.key else None
+            ok = self.binder.submit(pod, node, work=work)
+        if not ok:
             return Status.error(f"a binding for pod {pod.key} is already in flight")
         return Status()
+
+    def _work_failed(self, pod, node: str, work, message: str) -> None:
+        """A binding cycle with PreBind API work failed (bind thread): kube's handleBindingCycleError.
+        The API writes kube undoes are undone, the plugins' Unreserve gives back what Reserve took,
+        the cache goes back to the API's objects, the pod is forgotten (an assigned-pod delete) and
+        handed back to the queue with an Error (backoff), its PodScheduled=False / FailedScheduling
+        carrying `message` (reason SchedulerError)."""
+        from ..framework.interface import QueuedPodInfo
+        work.undo_api()
+        self._scheduled.pop(pod.key, None)
+        with self.cache.lock:
+            work.framework.run_unreserve(work.state, pod, node)
+            objects = getattr(self.cache, "objects", None)
+            if objects is not None:
+                objects.restore(work.claims, work.pvs, work.pvcs)
+                objects.forget_pod(pod.key)
+            self.cache.forget(pod)
+            cur = self.cache.pods.get(pod.key)
+            if cur is None or cur.node_name or self.queue.where(pod.key) is not None:
+                return
+            qpi = work.qpi or QueuedPodInfo(pod=cur, timestamp=self.queue.clock())
+            qpi.pod = cur
+            qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
+            self.queue.add_unschedulable_if_not_present(qpi)
+        self.pending_writes[pod.key] = self.write(self.status.unschedulable, cur, message, "", "SchedulerError")
 
     def _evicted(self, victim, reason: str) -> None:
         pre = self._current
@@ -172,6 +209,9 @@ class KubeLoop(_Loop):
 
     def _bound(self, pod, node: str) -> None:
         super()._bound(pod, node)
+        objects = getattr(self.cache, "objects", None)
+        if objects is not None:
+            objects.forget_pod(pod.key)         # two dict pops: no lock taken in the bind thread
         info = self._scheduled.pop(pod.key, None)
         if self.metrics is not None and info is not None:
             attempts, first = info
@@ -227,6 +267,7 @@ class KubeLoop(_Loop):
 
     def _schedule(self, qpi, span) -> None:
         pod = qpi.pod
+        self._qpi = qpi
         # the status write of this pod's previous failed attempt lands before the next attempt
         # (kube writes it synchronously): a late PodScheduled=False / nominatedNodeName must not
         # overtake a bind
@@ -280,7 +321,7 @@ class KubeLoop(_Loop):
             if len(self.pending_writes) > self._prune_writes_at:
                 # pods deleted before a retry: drop finished writes (each holds its pod), and scan
                 # again only once as many more have come as are still unfinished
-                self.pending_writes = {k: f for k, f in self.pending_writes.items() if not f.done()}
+                self.pending_writes = {k: f for k, f in list(self.pending_writes.items()) if not f.done()}
                 self._prune_writes_at = max(256, 2 * len(self.pending_writes))
 
 

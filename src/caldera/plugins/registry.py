@@ -16,6 +16,7 @@ from .coscheduling import Coscheduling
 from .defaultbinder import DefaultBinder
 from .defaultpreemption.plugin import DefaultPreemption
 from .dynamicresources.plugin import DynamicResources
+from .gangscheduling import GangScheduling
 from .gpu.devices import GPUDevices
 from .gpu.policies import FGD, BestFit, DotProd, GpuClustering, GpuPacking, Random
 from .gpu.topology import GPUTopology
@@ -57,6 +58,9 @@ IN_TREE: Mapping[str, Factory] = {
     "NodeVolumeLimits": NodeVolumeLimits,
     "VolumeBinding": VolumeBinding,
     "VolumeZone": VolumeZone,
+    # kube's GangScheduling (Workloads scheduling.k8s.io/v1alpha1): in the default profile only with
+    # --feature-gates GangScheduling=true (config/featuregates.py), as kube
+    "GangScheduling": GangScheduling,
     # GPUs as devices (docs/gpu.md): not kube's; GPUDevices is in the default profile (a no-op for
     # pods without GPU demand), the policies are enabled by name
     "GPUDevices": GPUDevices,

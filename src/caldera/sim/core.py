@@ -79,6 +79,9 @@ class Simulation:
     def cluster_event(self, kind: str, old: Any, new: Any) -> None:
         """A pod left a node ("Pod/Delete"), a pod was bound ("Pod/Add"), a node changed."""
 
+    def timed_event(self, ev: Any) -> None:
+        """An event a scheduler's simulation pushed itself (at NODE priority), now due."""
+
     def queue_of(self, pod: Pod) -> str:
         return ""
 
@@ -126,8 +129,10 @@ class Simulation:
                 self._complete(*ev)
             elif prio == RELEASE:
                 self._release(*ev)
-            else:
+            elif isinstance(ev, NodeEvent):
                 self._node_event(ev)
+            else:
+                self.timed_event(ev)
 
     def charge_cycle(self, seconds: float) -> None:
         """Record a cycle's wall time; with charge_cycle_time the clock moves on by it, and

@@ -1,6 +1,7 @@
 """A kube-scheduler profile in virtual time: the engine's Scheduler and SchedulingQueue (backoff,
 queueing hints, the unschedulable pool and its 5-minute flush, PreEnqueue gates, nominations,
-preemption) on the simulation's clock."""
+preemption) on the simulation's clock; DRA claims and volumes with kube's controllers around it
+(controllers.py)."""
 from __future__ import annotations
 
 import time
@@ -9,11 +10,17 @@ from typing import Any
 from ..api.gpu import format_devices
 from ..api.loader import Cluster
 from ..api.objects import Pod
+from ..config import featuregates
 from ..config.types import SchedulerConfig
 from ..engine.scheduler import Scheduler
 from ..framework.queue import SchedulingQueue, hints_from_plugins, node_update_events
+from ..plugins.gangscheduling.plugin import matching_workload_reference
+from .clock import NODE
+from .controllers import Controllers
 from .core import Simulation
-from .model import RETARGETED_SCHEDULERS, Workload
+from .model import RETARGETED_SCHEDULERS, SimResult, Workload
+
+PVC_DELETE = "PersistentVolumeClaim/Delete"
 
 
 class KubeSim(Simulation):
@@ -32,6 +39,22 @@ class KubeSim(Simulation):
         self.scheduler.clock = lambda: self.now
         self.scheduler.pod_groups = {**cluster.pod_groups, **workload.pod_groups}
         self.scheduler.pod_lister = lambda: [*self.live.values(), *self.pending.values()]
+        # DRA and volumes (docs/simulate.md "DRA and volumes"): the objects `schedule` gives its
+        # Scheduler, changed over time by kube's controllers (controllers.py)
+        self.ctl = Controllers(cluster, workload, self.warnings)
+        self.scheduler.storage = self.ctl.storage
+        self.scheduler.dra = self.ctl.dra
+        self.ctl.node_labels = _NodeLabels(self.table)
+        for fw in self.scheduler.frameworks.values():
+            h: Any = fw.handle         # VolumeBinding's PreBind calls it (plugins/volumes/binding.py)
+            h.volume_binder = self.ctl.volume_binder
+        for p in self.live.values():
+            self.ctl.pod_running(p)
+        for t, key in workload.pvc_deletions:
+            self.events.push(t, NODE, (PVC_DELETE, key))
+        # kube's Workloads (GangScheduling, --feature-gates GenericWorkload=true,GangScheduling=true)
+        self.scheduler.gang_workloads = {**cluster.gang_workloads, **workload.gang_workloads}
+        self._gangs = featuregates.enabled(featuregates.GANG_SCHEDULING)
         self._waiting: dict[str, Any] = {}          # pod key -> its QueuedPodInfo, while it waits
         self.scheduler.on_activate = self._activate
         fw0 = self.scheduler.default_framework
@@ -60,6 +83,9 @@ class KubeSim(Simulation):
         if pod.nominated_node_name:
             self.scheduler.nominator.add(pod, pod.nominated_node_name)
         self.queue.add(pod)
+        if self._gangs:     # kube's addPodToSchedulingQueue: the new pod may complete its gang
+            self.queue.move_all_to_active_or_backoff(
+                "UnschedulablePod/Add", None, pod, pre_check=lambda p: matching_workload_reference(p, pod))
 
     def _on_evict(self, victim: Pod, reason: str) -> None:
         if victim.key in self._waiting:     # a pod waiting on Permit: rejected (Scheduler.evict), requeued
@@ -87,9 +113,13 @@ class KubeSim(Simulation):
         elif att.scheduled:
             q.done(pod.key)
             self.bound(pod, att.node)
+            rec = self.records[pod.key]
             devices = self.table.gpu.devices_of(pod.key)
             if devices is not None:
-                self.records[pod.key].devices = format_devices(devices)
+                rec.devices = format_devices(devices)
+            rec.claims, rec.volumes, events = self.ctl.pod_bound(pod)
+            for ev in events:
+                q.move_all_to_active_or_backoff(ev)
         else:
             qpi.unschedulable_plugins = set(att.unschedulable_plugins)
             q.add_unschedulable_if_not_present(qpi)
@@ -152,8 +182,38 @@ class KubeSim(Simulation):
             q.assigned_pod_added(new)
         elif kind == "Pod/Delete":
             q.assigned_pod_deleted(old)
+            for ev in self.ctl.pod_gone(old):      # its claims and PVCs released (controllers.py)
+                q.move_all_to_active_or_backoff(ev)
         elif kind == "Node/Update":
             for ev in node_update_events(old, new):
                 q.move_all_to_active_or_backoff(ev, old, new)
         elif kind == "Node/Add":
             q.move_all_to_active_or_backoff(kind, old, new)
+        if kind.startswith("Node/") and self.ctl.dra is not None:
+            self.ctl.dra.forget_rows()             # node rows moved: devices are mapped again
+
+    def timed_event(self, ev: Any) -> None:
+        kind, key = ev
+        if kind == PVC_DELETE:
+            events, warning = self.ctl.delete_pvc(key)
+            if warning:
+                self.warnings.append(f"at {self.now:g}s: {warning}")
+            for e in events:
+                self.queue.move_all_to_active_or_backoff(e)
+
+    def _result(self, wall: float) -> SimResult:
+        r = super()._result(wall)
+        if self.ctl.active:
+            r.controllers = self.ctl.summary()
+        return r
+
+
+class _NodeLabels:
+    """name -> labels of the table's nodes (read when a volume is provisioned)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def get(self, name: str, default: Any = None) -> Any:
+        i = self.table.index.get(name)
+        return default if i is None else self.table.nodes[i].labels

@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.dra import DraObjects
 from ..api.loader import Cluster
 from ..api.objects import DEFAULT_SCHEDULER, Node, Pod, PriorityClass
 from ..api.pdb import PodDisruptionBudget
 from ..api.resourcequota import ResourceQuota
+from ..api.storage import Storage
 from ..batch.cache.snapshot import VOLCANO_SCHEDULER
 
 ARRIVAL_ANNOTATION = "simulation.caldera/arrival"
@@ -58,6 +60,16 @@ class Workload:
     resource_quotas: list[ResourceQuota] = field(default_factory=list)
     # scheduling.x-k8s.io PodGroups (the Coscheduling plugin's), by namespace/name, there from t = 0
     pod_groups: dict[str, Any] = field(default_factory=dict)
+    # PVs, PVCs, StorageClasses, CSI objects (api/storage.py) and resource.k8s.io/v1 DeviceClasses,
+    # ResourceSlices, ResourceClaims and templates (api/dra.py) of the workload's manifests: there
+    # from t = 0, beside the cluster's (kube configurations only; docs/simulate.md "DRA and volumes")
+    storage: Storage = field(default_factory=Storage)
+    dra: DraObjects = field(default_factory=DraObjects)
+    # (time, namespace/name): PersistentVolumeClaims the workload deletes (simulation.caldera/remove)
+    pvc_deletions: list[tuple[float, str]] = field(default_factory=list)
+    # scheduling.k8s.io/v1alpha1 Workloads (kube's GangScheduling; api/workload.py) by namespace/name,
+    # there from t = 0 beside the cluster's
+    gang_workloads: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +85,10 @@ class PodRecord:
     outcome: str = "pending"        # completed | running | pending
     queue: str = ""
     devices: str = ""               # the GPUs of its last run ("0,1"; docs/gpu.md)
+    # the devices DRA allocated to its claims in its last run: "<claim>=<driver>/<pool>/<device>"
+    # entries joined by ";" (a claim with several devices repeats the claim), docs/simulate.md
+    claims: str = ""
+    volumes: str = ""               # its claims' PVs in its last run: "<claim>=<pv>" joined by ";"
     cpuset: str = ""                # the CPUs Volcano's numa-aware gave its last run ("4-7")
 
 
@@ -114,6 +130,10 @@ class SimResult:
     peak_rss_mib: float = 0.0
     warnings: list[str] = field(default_factory=list)
     jobs: list[JobRecord] = field(default_factory=list)     # jobs.csv: only with HyperNodes (Volcano)
+    # what the simulated controllers did (kube runs with DRA or volume objects): claims_allocated,
+    # claims_deallocated, claims_deleted, volumes_provisioned, volumes_bound, volumes_deleted,
+    # volumes_released (docs/simulate.md "DRA and volumes"); empty otherwise
+    controllers: dict[str, int] = field(default_factory=dict)
 
 
 __all__ = ["ARRIVAL_ANNOTATION", "DEFAULT_GRACE_SECONDS", "DURATION_ANNOTATION", "RETARGETED_SCHEDULERS", "Cluster",

@@ -20,6 +20,8 @@ POD_COLUMNS = ("pod", "arrival", "start", "end", "node", "attempts", "evictions"
 JOB_COLUMNS = ("job", "queue", "pods", "placed", "hypernode", "tier", "allocated_hypernode")
 DEVICES_COLUMN = "devices"          # the GPUs a pod took, only when some pod did
 CPUSET_COLUMN = "cpuset"            # the CPUs numa-aware pinned for a pod, only when it did for some pod
+CLAIMS_COLUMN = "claims"            # the devices DRA allocated to a pod's claims, only when some pod had some
+VOLUMES_COLUMN = "volumes"          # the PVs of a pod's claims, only when some pod had some
 MAX_WARNINGS_SHOWN = 20
 MISSING = "\u2013"     # an en dash in the table for a figure that could not be computed
 
@@ -41,13 +43,18 @@ def cell(x: float | int | str | None) -> str:
     return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
 
 
-def pod_row(p: PodRecord, devices: bool = False, cpuset: bool = False) -> Row:
+def pod_row(p: PodRecord, devices: bool = False, cpuset: bool = False, claims: bool = False,
+            volumes: bool = False) -> Row:
     row = [p.pod, cell(p.arrival), cell(p.start), cell(p.end), p.node, cell(p.attempts), cell(p.evictions),
            p.outcome, p.queue]
     if devices:
         row.append(p.devices)
     if cpuset:
         row.append(p.cpuset)
+    if claims:
+        row.append(p.claims)
+    if volumes:
+        row.append(p.volumes)
     return row
 
 
@@ -78,15 +85,19 @@ def write_csv(path: Path, header: Sequence[str], rows: Sequence[Row]) -> None:
 
 
 def write_run(out_dir: Path, r: SimResult) -> None:
-    """out_dir/pods.csv (one row per pod, POD_COLUMNS, plus `devices` when some pod took GPUs and
-    `cpuset` when numa-aware pinned CPUs for some pod),
+    """out_dir/pods.csv (one row per pod, POD_COLUMNS, plus `devices` when some pod took GPUs,
+    `cpuset` when numa-aware pinned CPUs for some pod, `claims` and `volumes` when some pod had
+    DRA devices / PVs, docs/simulate.md "DRA and volumes"),
     out_dir/summary.json (`summarize`) and out_dir/timeseries.csv (time, allocated_<res> and
     alloc_ratio_<res> per resource, pending, running, share_<queue> per queue)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     devices = any(p.devices for p in r.records)
     cpuset = any(p.cpuset for p in r.records)
-    header = POD_COLUMNS + ((DEVICES_COLUMN,) if devices else ()) + ((CPUSET_COLUMN,) if cpuset else ())
-    write_csv(out_dir / "pods.csv", header, [pod_row(p, devices, cpuset) for p in r.records])
+    claims = any(p.claims for p in r.records)
+    volumes = any(p.volumes for p in r.records)
+    header = POD_COLUMNS + ((DEVICES_COLUMN,) if devices else ()) + ((CPUSET_COLUMN,) if cpuset else ()) + \
+        ((CLAIMS_COLUMN,) if claims else ()) + ((VOLUMES_COLUMN,) if volumes else ())
+    write_csv(out_dir / "pods.csv", header, [pod_row(p, devices, cpuset, claims, volumes) for p in r.records])
     text = json.dumps(summarize(r), indent=2, allow_nan=False)
     (out_dir / "summary.json").write_text(text + "\n", encoding="utf-8")
     write_csv(out_dir / "timeseries.csv", timeseries_header(r), [timeseries_row(r, k) for k in range(len(r.times))])

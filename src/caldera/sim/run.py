@@ -31,6 +31,9 @@ class RunSpec:
     charge_cycle_time: bool = False
     schedule_period: float = 1.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # --feature-gates (config/featuregates.py), installed in the process that runs the spec (a
+    # Ray task or a spawned worker does not inherit the command's process-wide gates)
+    feature_gates: Any = None
 
 
 def run_names(config_paths: list[str]) -> list[str]:
@@ -60,6 +63,15 @@ def validate_configs(config_paths: list[str]) -> list[str]:
 def simulate(spec: RunSpec, cluster: Cluster, workload: Workload,
              progress: Callable[[float, int], None] | None = None, *, write: bool = True) -> SimResult:
     """One run, in this process; writes its outputs under spec.out_dir/spec.name (`write`)."""
+    if spec.feature_gates is not None:
+        from ..config import featuregates
+        with featuregates.use(spec.feature_gates):
+            return _simulate(spec, cluster, workload, progress, write)
+    return _simulate(spec, cluster, workload, progress, write)
+
+
+def _simulate(spec: RunSpec, cluster: Cluster, workload: Workload,
+              progress: Callable[[float, int], None] | None, write: bool) -> SimResult:
     registry = build_registry()
     config = load_config(spec.config_path, registry)
     kw: dict[str, Any] = {"until": spec.until, "charge_cycle_time": spec.charge_cycle_time}

@@ -141,6 +141,8 @@ def summarize(r: SimResult) -> dict[str, Any]:
         out["queue_share"] = queue_shares(r)
     if r.jobs:
         out["jobs_per_tier"] = jobs_per_tier(r)
+    if r.controllers:       # DRA claims and volumes (kube runs with such objects; docs/simulate.md)
+        out["controllers"] = dict(r.controllers)
     out.update({
         "gpu_fragmentation_milli": rounded(r.gpu_fragmentation),
         "cycle_ms": cycle_ms(r.cycle_seconds),

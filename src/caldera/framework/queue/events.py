@@ -163,6 +163,10 @@ def pod_update_events(old: Pod | None, new: Pod) -> list[str]:
         out.append("Pod/UpdatePodSchedulingGatesEliminated")
     if (old.spec.get("tolerations") or []) != (new.spec.get("tolerations") or []):
         out.append("Pod/UpdatePodToleration")
+    ost, nst = old.raw.get("status") or {}, new.raw.get("status") or {}
+    if (ost.get("resourceClaimStatuses") or []) != (nst.get("resourceClaimStatuses") or []) or \
+            ost.get("extendedResourceClaimStatus") != nst.get("extendedResourceClaimStatus"):
+        out.append("Pod/UpdatePodGeneratedResourceClaim")      # extractPodGeneratedResourceClaimChange
     return out or ["Pod/Update"]
 
 

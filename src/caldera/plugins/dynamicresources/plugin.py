@@ -9,12 +9,16 @@ UnschedulableAndUnresolvable.
 
 Pods with `spec.resourceClaims`: PreEnqueue holds a pod whose claims do not exist (a template's
 claim is created as kube's resourceclaim controller would, api/dra.py); PreFilter checks the
-device classes; Filter allocates with structured parameters (allocator.py, vectorised over
-devices); Reserve takes the devices and reserves the claims for the pod (Unreserve gives them
-back); PostFilter deallocates an allocated claim that is unavailable on every node and reserved
-for no other pod. Differences from kube (docs/kube/dra.md): no Score (it only scores
-prioritized lists, which are not modelled), no PreBind (`caldera schedule` reports the
-allocation in bindings[].claims; `caldera run` does not read DRA objects yet).
+device classes (and, as kube's Filter error, a selector failing at run time); Filter allocates
+with structured parameters (allocator.py, vectorised over devices); Score ranks nodes by the
+firstAvailable subrequests allocated there (extras.py); Reserve takes the devices and reserves
+the claims for the pod (Unreserve gives them back); PostFilter deallocates an allocated claim
+that is unavailable on every node and reserved for no other pod. PreBind: `caldera schedule`
+reports the allocation in bindings[].claims;
+`caldera run` (Scheduler.dra_makes_template_claims off: claims come from the API only, a template's
+claim waits for kube's resourceclaim controller) writes it to the claim's status through the
+driver's API writer (live/prebind.py); `caldera simulate` keeps it in memory and releases it as
+kube's resourceclaim controller would (sim/controllers.py). Differences from kube: docs/kube/dra.md.
 """
 from __future__ import annotations
 
@@ -24,15 +28,17 @@ import numpy as np
 
 from ...api.dra import (
     ResourceClaim,
-    decode_claim_spec,
+    decode_claim,
     generated_claim_name,
     pod_claim_refs,
     template_claim_status_name,
 )
 from ...errors import ConfigError
 from ...framework.interface import Plugin
+from ...framework.runtime import ScoreError, default_normalize
 from ...framework.status import Code, Status
-from .allocator import DraState
+from .allocator import AllocationError, DraState
+from .extras import admin_access_refused, compute_scores, filter_error, nodes_matching
 
 NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME
@@ -45,7 +51,8 @@ _NOT_AVAILABLE = Status.unresolvable("resourceclaim not available on the node", 
 class _State:
     """The plugin's cycle state: the pod's claims (empty: the pod uses none)."""
 
-    __slots__ = ("alloc_failed", "claims", "data", "reserved", "to_alloc", "unavailable")
+    __slots__ = ("alloc_failed", "choice", "claims", "data", "errors", "node_alloc", "reserved", "to_alloc",
+                 "unavailable")
 
     def __init__(self) -> None:
         self.claims: list[ResourceClaim] = []
@@ -54,6 +61,9 @@ class _State:
         self.reserved: list[ResourceClaim] = []
         self.alloc_failed: set[int] = set()
         self.unavailable: set[str] = set()
+        self.node_alloc: dict[int, Any] = {}     # node row -> Filter's allocation (nodeAllocations)
+        self.errors: dict[int, Status] = {}      # node row -> the allocator's error there
+        self.choice: dict[int, int] = {}         # node row -> the subrequest chosen (one firstAvailable request)
 
     def clone(self) -> _State:
         return self
@@ -77,6 +87,8 @@ class DynamicResources(Plugin):
         return getattr(sched, "dra", None)
 
     def _claims_of(self, dra: DraState | None, pod) -> list[ResourceClaim] | Status:
+        if not getattr(getattr(self.handle, "scheduler", None), "dra_makes_template_claims", True):
+            return self._api_claims_of(dra, pod)
         claims = []
         for pod_claim, claim_name, template in pod_claim_refs(pod.raw, f"Pod {pod.key}"):
             if template:
@@ -88,9 +100,8 @@ class DynamicResources(Plugin):
                     spec = dra.objs.templates.get(f"{pod.namespace}/{template}") if dra is not None else None
                     if spec is None:      # the resourceclaim controller cannot create it
                         return Status.unresolvable(f'pod "{pod.key}": ResourceClaim not created yet')
-                    c = ResourceClaim(pod.namespace, name, decode_claim_spec(spec, "spec.spec",
-                                                                            f"ResourceClaimTemplate {template}"),
-                                      owner_pod=pod.key)
+                    reqs, cons = decode_claim(spec, "spec.spec", f"ResourceClaimTemplate {template}")
+                    c = ResourceClaim(pod.namespace, name, reqs, owner_pod=pod.key, constraints=cons)
                     assert dra is not None
                     dra.objs.claims[key] = c
             else:
@@ -100,13 +111,41 @@ class DynamicResources(Plugin):
             claims.append(c)
         return claims
 
+    def _api_claims_of(self, dra: DraState | None, pod) -> list[ResourceClaim] | Status:
+        """`caldera run` (foreachPodResourceClaim): the claims as the API has them. A template's claim
+        is the one pod.status.resourceClaimStatuses names (none yet: the resourceclaim controller has
+        not created it, and the pod waits; a status entry without a name: no claim is needed); it
+        must be controlled by the pod. A claim being deleted makes the pod wait too."""
+        claims = []
+        statuses = {st.get("name"): st.get("resourceClaimName") for st in
+                    (pod.raw.get("status") or {}).get("resourceClaimStatuses") or [] if isinstance(st, dict)}
+        for pod_claim, claim_name, template in pod_claim_refs(pod.raw, f"Pod {pod.key}"):
+            if template:
+                if pod_claim not in statuses:
+                    return Status.unresolvable(f'pod "{pod.key}": ResourceClaim not created yet')
+                if not statuses[pod_claim]:
+                    continue
+                claim_name = str(statuses[pod_claim])
+            c = dra.objs.claims.get(f"{pod.namespace}/{claim_name}") if dra is not None else None
+            if c is None:
+                return Status.unresolvable(f'resourceclaim.resource.k8s.io "{claim_name}" not found')
+            if c.deleting:
+                return Status.unresolvable(f'resourceclaim "{claim_name}" is being deleted')
+            if template and c.controller_uid != pod.uid:
+                return Status.unresolvable(f"ResourceClaim {c.namespace}/{c.name} was not created for pod "
+                                           f"{pod.namespace}/{pod.name} (pod is not owner)")
+            claims.append(c)
+        return claims
+
     # ---- extension points ----------------------------------------------------------------------
     def pre_enqueue(self, pod):
         """A pod whose claims do not all exist waits (kube's PreEnqueue): it is never attempted."""
         if not (pod.raw.get("spec") or {}).get("resourceClaims"):
             return None
         claims = self._claims_of(self.dra(), pod)
-        return claims if isinstance(claims, Status) else None
+        if isinstance(claims, Status):
+            return claims
+        return admin_access_refused(getattr(getattr(self.handle, "scheduler", None), "workloads", None), claims)
 
     def pre_filter(self, state, pod):
         s = _State()
@@ -123,11 +162,19 @@ class DynamicResources(Plugin):
         for c in claims:
             if c.allocation is None:
                 for r in c.requests:
-                    if dra is None or r.device_class not in dra.objs.classes:
-                        return Status.unresolvable(f"request {r.name}: device class {r.device_class} "
-                                                   "does not exist")
+                    for sub in r.subrequests or (r,):
+                        if dra is None or sub.device_class not in dra.objs.classes:
+                            name = f"{r.name}/{sub.name}" if r.subrequests else r.name
+                            return Status.unresolvable(f"request {name}: device class {sub.device_class} "
+                                                       "does not exist")
         s.claims = claims
         s.data = dra
+        assert dra is not None
+        to_alloc = [c for c in claims if c.allocation is None]
+        if to_alloc:    # a selector failing at run time on a device the allocator would check
+            err = filter_error(dra, self.handle.table, to_alloc)
+            if err:
+                return Status.error(err)
         return None
 
     def filter(self, state, pod, table, idx):
@@ -139,22 +186,32 @@ class DynamicResources(Plugin):
         to_alloc = []
         for c in s.claims:
             if c.allocation is not None:
-                if c.allocated_node is not None:
-                    want = table.index.get(c.allocated_node, -1)
-                    bad = idx != want
-                    if bad.any():
-                        s.unavailable.add(c.key)
+                bad = ~nodes_matching(table, c, idx)
+                if bad is not None and bad.any():
+                    s.unavailable.add(c.key)
                     ok &= ~bad
             else:
                 to_alloc.append(c)
         miss_alloc = np.zeros(idx.size, dtype=bool)
         if to_alloc:
-            feas = dra.feasible(table, to_alloc, idx)
-            complex_ = len(to_alloc) > 1 or len(to_alloc[0].requests) > 1
-            if complex_:
+            if dra.first_choice(to_alloc):    # exact without a search: the first subrequest that fits
+                ch = dra.choices(table, to_alloc[0].requests[0], idx)
+                feas = ch >= 0
+                s.choice = dict(zip(idx[feas].tolist(), ch[feas].tolist()))
+            else:
+                feas = dra.feasible(table, to_alloc, idx)
+            if not dra.simple(to_alloc) and not dra.first_choice(to_alloc):   # search, keeping the results
                 for j in np.flatnonzero(feas & ok).tolist():
-                    if dra.allocate(table, to_alloc, int(idx[j])) is None:
+                    i = int(idx[j])
+                    try:
+                        res = dra.allocate(table, to_alloc, i)
+                    except AllocationError as e:
+                        s.errors[i] = Status.unresolvable(str(e), plugin=NAME)
+                        res = None
+                    if res is None:
                         feas[j] = False
+                    else:
+                        s.node_alloc[i] = res
             miss_alloc = ~feas
         s.alloc_failed = set(idx[miss_alloc & ok].tolist())
         s.to_alloc = to_alloc
@@ -162,9 +219,26 @@ class DynamicResources(Plugin):
 
     def filter_status(self, state, pod, table, i):
         s = state.get(STATE_KEY)
+        if s is not None and i in s.errors:
+            return s.errors[i]
         if s is not None and i in s.alloc_failed:
             return _CANNOT_ALLOCATE
         return _NOT_AVAILABLE
+
+    def score(self, state, pod, table, idx):
+        """computeScore: per claim, FirstAvailableDeviceRequestMaxSize - i for the subrequest i
+        its firstAvailable requests got on the node (Filter's allocation there)."""
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims or not s.to_alloc:
+            return np.zeros(idx.size, dtype=np.int64)
+        out, err = compute_scores(s.claims, s.to_alloc, s.node_alloc, idx, s.choice)
+        if err:
+            raise ScoreError(Status.error(f'running Score plugins: plugin "{NAME}" failed with: {err}',
+                                          plugin=NAME))
+        return out
+
+    def normalize_score(self, state, pod, scores):
+        return default_normalize(scores)
 
     def reserve(self, state, pod, node_name):
         s = state.get(STATE_KEY)
@@ -174,7 +248,12 @@ class DynamicResources(Plugin):
         table = self.handle.table
         i = table.index[node_name]
         if s.to_alloc:
-            res = dra.allocate(table, s.to_alloc, i)
+            res = s.node_alloc.get(i)
+            if res is None:
+                try:
+                    res = dra.allocate(table, s.to_alloc, i)
+                except AllocationError as e:
+                    return Status.error(str(e))
             if res is None:
                 return Status.unschedulable("cannot allocate all claims")
             for c, r in zip(s.to_alloc, res):
@@ -198,6 +277,18 @@ class DynamicResources(Plugin):
             if pod.key in c.reserved_for:
                 c.reserved_for.remove(pod.key)
 
+    def pre_bind(self, state, pod, node_name):
+        """kube's PreBind (bindClaim): in `caldera run` the driver's API writer records each claim's
+        allocation (with the delete-protection finalizer) and the pod in status.reservedFor, in the
+        binding thread before the Binding; elsewhere Reserve's in-memory state is the outcome."""
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None
+        writer = getattr(self.handle, "api_writer", None)
+        if writer is not None:
+            writer.bind_claims(self.handle, state, pod, node_name, s.claims, s.reserved)
+        return None
+
     def post_filter(self, state, pod, diagnosis):
         s = state.get(STATE_KEY)
         if s is None:
@@ -209,6 +300,10 @@ class DynamicResources(Plugin):
         for c in s.claims:
             if c.key in s.unavailable and c.allocation is not None and \
                     (not c.reserved_for or c.reserved_for == [pod.key]):
+                writer = getattr(self.handle, "api_writer", None)
+                err = writer.deallocate(c) if writer is not None else None     # `caldera run`: the API's
+                if err:
+                    return None, Status.error(err)
                 s.data.release(c)
                 c.reserved_for = []
                 return None, Status.unschedulable("deallocation of ResourceClaim completed")
@@ -219,7 +314,18 @@ class DynamicResources(Plugin):
         s = state.get(STATE_KEY)
         if s is None or not s.claims:
             return []
-        return [{"claim": c.key, "devices": [d.as_dict() for d in c.allocation or []]} for c in s.claims]
+        out = []
+        for c in s.claims:
+            d: dict[str, Any] = {"claim": c.key, "devices": [x.as_dict() for x in c.allocation or []]}
+            if c.node_selector is not None and c.allocated_node is None:
+                d["nodeSelector"] = c.node_selector
+            out.append(d)
+        return out
 
     def events_to_register(self):
-        return ["ResourceClaim/Add", "ResourceClaim/Update", "ResourceSlice/Add", "DeviceClass/Add"]
+        # EventsToRegister with queueing hints on (kube's default): Node Add|UpdateNodeLabel|
+        # UpdateNodeAllocatable, ResourceClaim Add|Update, Pod UpdatePodGeneratedResourceClaim,
+        # DeviceClass Add|Update, ResourceSlice Add|Update
+        return ["Node/Add", "Node/UpdateNodeLabel", "Node/UpdateNodeAllocatable", "ResourceClaim/Add",
+                "ResourceClaim/Update", "Pod/UpdatePodGeneratedResourceClaim", "DeviceClass/Add",
+                "DeviceClass/Update", "ResourceSlice/Add", "ResourceSlice/Update"]

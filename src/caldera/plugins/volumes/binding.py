@@ -14,8 +14,11 @@ Score: kube v1.35 scores only with the StorageCapacityScoring feature gate, alph
 default, so PreScore always returns Skip here (the plugin joins `score` so configurations that
 enable it load).
 
-Differences: in-tree volumes are never translated to CSI (CSI migration); `caldera run` and
-`caldera simulate` do not model storage yet, so there (no storage objects) the plugin is a no-op.
+In `caldera run` PreBind hands BindPodVolumes to the driver's API writer (live/prebind.py): the
+PV claimRefs and the PVCs' selected-node annotations are written and the PV controller's binding
+awaited (bindTimeoutSeconds) in the binding thread, off the scheduling loop.
+
+Differences: in-tree volumes are never translated to CSI (CSI migration).
 """
 from __future__ import annotations
 
@@ -166,6 +169,7 @@ class VolumeBinding(Plugin):
         if isinstance(bts, bool) or not isinstance(bts, int) or bts < 0:
             raise ValueError(f"bindTimeoutSeconds: Invalid value: {bts!r}: invalid BindTimeoutSeconds, "
                              "should not be a negative value")
+        self.bind_timeout = float(bts)         # PreBind's wait for the PV controller (`caldera run`)
         if args.get("shape"):
             raise ValueError("shape: Invalid value: the StorageCapacityScoring feature gate is disabled "
                              "(off by default in kube-scheduler v1.35); remove shape")
@@ -282,8 +286,15 @@ class VolumeBinding(Plugin):
         pv = s.by_node.get(node_name)
         if pv is None:
             return Status.error(f'no pod volume found for node "{node_name}"')
+        writer = getattr(self.handle, "api_writer", None)
+        if writer is not None:
+            # `caldera run`: BindPodVolumes (the PV and PVC updates, then the wait for the PV
+            # controller) runs in the binding thread; the informers bring the outcome, and a failure
+            # unreserves (reverting the assumed PVs and PVCs)
+            writer.bind_volumes(self.handle, state, pod, node_name, pv, self.bind_timeout)
+            return None
         binder = getattr(self.handle, "volume_binder", None)
-        if binder is not None:            # a driver that writes the API objects (live mode)
+        if binder is not None:            # a driver with its own PV controller (simulate)
             err = binder(pod, node_name, pv)
             if err:
                 return Status.error(err)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...api.loader import Cluster, load_cluster, resolve_priorities
+from ...api.dra import KINDS as DRA_KINDS
+from ...api.loader import KUBE_PROFILES_ONLY, Cluster, load_cluster, resolve_priorities
 from ...api.objects import Node, PriorityClass
 from ...api.output import ignored_summary
+from ...api.storage import STORAGE_KINDS
+from ...config import featuregates
 from ...errors import InputError
 from ..model import Workload
 from .builder import WorkloadBuilder
@@ -35,11 +38,18 @@ def read_cluster(paths: list[str]) -> Cluster:
     with gc_paused():
         cluster = load_cluster([s.path for s in sources if s.fmt == MANIFESTS])
         cluster.warnings[:0] = warnings
+        # storage and DRA objects are read (kube configurations: docs/simulate.md "DRA and volumes")
+        cluster.ignored = [i for i in cluster.ignored if not (i.category == KUBE_PROFILES_ONLY and i.kind in _READ)]
+        if featuregates.enabled(featuregates.GENERIC_WORKLOAD):     # kube's Workloads, for GangScheduling
+            cluster.ignored = [i for i in cluster.ignored if i.kind != "Workload"]
         summary = ignored_summary(cluster.ignored)       # kinds the simulation does not read, ...
         if summary:
             cluster.warnings.append(summary)
         cluster.nodes = _cluster_nodes(sources, cluster.nodes)
     return cluster
+
+
+_READ = frozenset(DRA_KINDS) | {kind for kind, _ in STORAGE_KINDS}
 
 
 def _cluster_nodes(sources: list[Source], manifest_nodes: list[Node]) -> list[Node]:

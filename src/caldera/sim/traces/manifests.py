@@ -1,17 +1,27 @@
 """Workloads written as Kubernetes and Volcano manifests: pending Pods, Volcano Jobs (expanded
-into their PodGroup and pods), PodGroups, Queues, HyperNodes, PriorityClasses, and Nodes as node
-events."""
+into their PodGroup and pods), PodGroups, Queues, HyperNodes, PriorityClasses, Nodes as node
+events, and the storage (PV, PVC, StorageClass, CSI) and DRA (resource.k8s.io/v1) objects the
+kube configurations read, decoded as `caldera schedule` decodes them (a PVC annotated
+simulation.caldera/remove is deleted then)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from ...api.dra import KINDS as DRA_KINDS
+from ...api.dra import add_object as add_dra_object
+from ...api.dra import pod_claim_refs
 from ...api.objects import DEFAULT_SCHEDULER, Node, PriorityClass, check_priority_class, read_meta
 from ...api.pdb import PodDisruptionBudget
 from ...api.podgroup import API_VERSION as PODGROUP_API_VERSION
 from ...api.podgroup import PodGroup as XPodGroup
 from ...api.reader import read_documents
 from ...api.resourcequota import ResourceQuota
+from ...api.storage import STORAGE_KINDS, add_storage_object
+from ...api.validation import already_exists
+from ...api.workload import API_VERSION as GANG_WORKLOAD_API_VERSION
+from ...api.workload import RESOURCE as GANG_WORKLOAD_RESOURCE
+from ...api.workload import parse_workload as parse_gang_workload
 from ...batch.api.hypernode import parse_hypernode
 from ...batch.api.objects import PodGroup, Queue
 from ...batch.controller.vcjob import expand_job
@@ -94,8 +104,37 @@ def _add_document(b: WorkloadBuilder, where: str, source: str, doc: dict[str, An
         b.add_pdb(where, PodDisruptionBudget(doc))
     elif kind == "ResourceQuota" and api == "v1":
         b.add_resource_quota(where, ResourceQuota(doc))
+    elif (kind, api) in STORAGE_KINDS:
+        _add_storage(b, str(kind), doc)
+    elif kind == "Workload" and api == GANG_WORKLOAD_API_VERSION:
+        gw = parse_gang_workload(doc)
+        if gw.key in b.workload.gang_workloads:
+            raise InputError(already_exists(GANG_WORKLOAD_RESOURCE, gw.name))
+        b.workload.gang_workloads[gw.key] = gw
+    elif kind in DRA_KINDS and api.startswith("resource.k8s.io/"):
+        add_dra_object(b.workload.dra, doc, source)
     else:
         b.warn(f"{where}: kind {kind!r} ({api or 'no apiVersion'}) is not used by the simulation; skipped")
+
+
+def _add_storage(b: WorkloadBuilder, kind: str, doc: dict[str, Any]) -> None:
+    """A storage object (api/storage.py), there from t = 0; a PVC may carry
+    simulation.caldera/remove: it is deleted at that time (docs/simulate.md "DRA and volumes")."""
+    st = b.workload.storage
+    add_storage_object(st, kind, doc)
+    ann = _annotations(doc)
+    for key in (ARRIVAL_ANNOTATION, DURATION_ANNOTATION, CORDON_ANNOTATION, UNCORDON_ANNOTATION):
+        if key in ann:
+            raise InputError(f"metadata.annotations[{key}]: storage objects are there from the start; only a "
+                             f"PersistentVolumeClaim may carry {REMOVE_ANNOTATION} (when it is deleted)")
+    t = annotation_seconds(ann, REMOVE_ANNOTATION)
+    if t is None:
+        return
+    if kind != "PersistentVolumeClaim":
+        raise InputError(f"metadata.annotations[{REMOVE_ANNOTATION}]: only a PersistentVolumeClaim can be "
+                         "deleted during the simulation")
+    meta = _mapping(doc, "metadata")
+    b.workload.pvc_deletions.append((t, f"{meta.get('namespace') or 'default'}/{meta.get('name')}"))
 
 
 def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -132,6 +171,8 @@ def _add_pod(b: WorkloadBuilder, where: str, doc: dict[str, Any]) -> None:
         return
     spec = _mapping(doc, "spec")
     _check_pending(spec)
+    if spec.get("resourceClaims"):
+        pod_claim_refs(doc, "")        # spec.resourceClaims, checked as `caldera schedule` checks them
     if spec is doc.get("spec") and not spec.get("schedulerName") and b.scheduler != DEFAULT_SCHEDULER:
         spec["schedulerName"] = b.scheduler     # default_scheduler: for pods that name none
     ann = _annotations(doc)
