@@ -92,6 +92,9 @@ class ResourceClaim:
     # status.allocation.nodeSelector (None: available on every node), raw and parsed
     node_selector: dict[str, Any] | None = None
     available_on: NodeSelector | None = None
+    # spec.devices.config[] (opaque driver parameters, with the requests they apply to), as given:
+    # copied into status.allocation.devices.config at allocation (allocation_config)
+    config: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -114,6 +117,7 @@ class Device:
 class DeviceClass:
     name: str
     selectors: tuple[str, ...]
+    config: tuple[dict[str, Any], ...] = ()      # spec.config[] (opaque driver parameters), as given
 
 
 @dataclass
@@ -183,7 +187,75 @@ def _selectors(v: Any, what: str, obj: str) -> tuple[str, ...]:
 def decode_device_class(doc: dict[str, Any]) -> DeviceClass:
     name, _, obj = _obj("DeviceClass", doc)
     spec = _map(doc.get("spec"), "spec", obj)
-    return DeviceClass(name, _selectors(spec.get("selectors"), "spec.selectors", obj))
+    return DeviceClass(name, _selectors(spec.get("selectors"), "spec.selectors", obj),
+                       tuple(_configs(spec.get("config"), "spec.config", obj, with_requests=False)))
+
+
+def _configs(value: Any, what: str, obj: str, *, with_requests: bool) -> list[dict[str, Any]]:
+    """spec.config[] of a DeviceClass / spec.devices.config[] of a claim: each names its driver's
+    opaque parameters (`opaque: {driver, parameters}`, required as the API server requires it) and,
+    in a claim, the requests it applies to (none: all)."""
+    out = []
+    for j, c in enumerate(_list(value, what, obj)):
+        w = f"{what}[{j}]"
+        c = _map(c, w, obj)
+        opaque = _map(c.get("opaque"), f"{w}.opaque", obj)
+        if not opaque:
+            raise InputError(f"{w}.opaque: Required value", obj=obj)
+        _str(opaque.get("driver"), f"{w}.opaque.driver", obj)
+        if opaque.get("parameters") is None:
+            raise InputError(f"{w}.opaque.parameters: Required value", obj=obj)
+        if with_requests:
+            for x in _list(c.get("requests"), f"{w}.requests", obj):
+                _str(x, f"{w}.requests[]", obj)
+        out.append(c)
+    return out
+
+
+def claim_config(spec: Any, what: str, obj: str) -> list[dict[str, Any]]:
+    """A ResourceClaimSpec's spec.devices.config[] (see _configs)."""
+    devs = _map(_map(spec, what, obj).get("devices"), f"{what}.devices", obj)
+    return _configs(devs.get("config"), f"{what}.devices.config", obj, with_requests=True)
+
+
+def allocation_config(claim: ResourceClaim, classes: dict[str, DeviceClass]) -> list[dict[str, Any]]:
+    """status.allocation.devices.config as kube's structured allocator fills it: each class's configs
+    once (source FromClass), with the names of the requests (or chosen `<request>/<subrequest>`)
+    that used the class, in request order; then the claim's configs (FromClaim) that apply to all
+    requests, to a request, or to the chosen subrequest of a request."""
+    chosen: dict[str, str] = {}          # request -> its chosen subrequest (firstAvailable)
+    for r in claim.allocation or []:
+        if "/" in r.request:
+            parent, sub_name = r.request.split("/", 1)
+            chosen[parent] = sub_name
+    out: list[dict[str, Any]] = []
+    by_class: dict[str, list[dict[str, Any]]] = {}
+    for req in claim.requests:
+        name, cls_name = req.name, req.device_class
+        if req.subrequests:
+            sub = next((x for x in req.subrequests if x.name == chosen.get(req.name)), None)
+            if sub is None:
+                continue
+            name, cls_name = f"{req.name}/{sub.name}", sub.device_class
+        cls = classes.get(cls_name)
+        if cls is None:
+            continue
+        if cls_name in by_class:
+            for c in by_class[cls_name]:
+                c["requests"].append(name)
+            continue
+        added = [{"source": "FromClass", "requests": [name], "opaque": dict(c["opaque"])} for c in cls.config]
+        by_class[cls_name] = added
+        out.extend(added)
+    for c in claim.config:
+        reqs = list(c.get("requests") or [])
+        if not reqs:            # applies to every request (requests omitted, as in the API)
+            out.append({"source": "FromClaim", "opaque": dict(c["opaque"])})
+            continue
+        for req in claim.requests:      # once per request it names (as kube appends it)
+            if req.name in reqs or (req.subrequests and f"{req.name}/{chosen.get(req.name)}" in reqs):
+                out.append({"source": "FromClaim", "requests": list(reqs), "opaque": dict(c["opaque"])})
+    return out
 
 
 def _attr_value(v: Any, what: str, obj: str) -> Any:
@@ -358,7 +430,7 @@ def decode_claim(spec: Any, what: str, obj: str) -> tuple[list[Request], list[Co
 def decode_resource_claim(doc: dict[str, Any]) -> ResourceClaim:
     name, ns, obj = _obj("ResourceClaim", doc)
     reqs, cons = decode_claim(doc.get("spec"), "spec", obj)
-    c = ResourceClaim(ns, name, reqs, constraints=cons)
+    c = ResourceClaim(ns, name, reqs, constraints=cons, config=claim_config(doc.get("spec"), "spec", obj))
     meta = _map(doc.get("metadata"), "metadata", obj)
     c.uid = str(meta.get("uid") or "")
     c.deleting = meta.get("deletionTimestamp") is not None

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.dra import allocation_config
 from ..api.storage import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, PersistentVolume
 from .apicache import _reserved_uids, resource_version
 from .client import ApiError
@@ -126,7 +127,8 @@ class ApiWriter:
             if api is not None and pod.uid in _reserved_uids(api):
                 w.undo.append(self._unreserver(pod, c.namespace, c.name, c.uid))
                 continue
-            alloc = allocation_of(c) if any(c is a for a in allocated) else None
+            alloc = allocation_of(c, objs.dra.objs.classes if objs.dra is not None else {}) \
+                if any(c is a for a in allocated) else None
             todo.append((c.namespace, c.name, alloc))
         if todo:
             w.steps.append(("DynamicResources", lambda stop: self._bind_claims(w, todo)))
@@ -346,10 +348,14 @@ class _Retry(Exception):
         self.cause = cause
 
 
-def allocation_of(c) -> dict[str, Any]:
-    """The claim's status.allocation as the structured allocator builds it: the device results and,
-    when a device is local to one node, a nodeSelector for that node (createNodeSelector)."""
+def allocation_of(c, classes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The claim's status.allocation as the structured allocator builds it: the device results, the
+    class and claim configs for them (api.dra.allocation_config: what the drivers read) and, when a
+    device is local to one node, a nodeSelector for that node (createNodeSelector)."""
     out: dict[str, Any] = {"devices": {"results": [r.as_dict() for r in c.allocation or []]}}
+    config = allocation_config(c, classes or {})
+    if config:
+        out["devices"]["config"] = config
     if c.allocated_node:
         out["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [c.allocated_node]}]}]}

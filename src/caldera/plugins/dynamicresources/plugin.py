@@ -28,6 +28,7 @@ import numpy as np
 
 from ...api.dra import (
     ResourceClaim,
+    claim_config,
     decode_claim,
     generated_claim_name,
     pod_claim_refs,
@@ -100,8 +101,10 @@ class DynamicResources(Plugin):
                     spec = dra.objs.templates.get(f"{pod.namespace}/{template}") if dra is not None else None
                     if spec is None:      # the resourceclaim controller cannot create it
                         return Status.unresolvable(f'pod "{pod.key}": ResourceClaim not created yet')
-                    reqs, cons = decode_claim(spec, "spec.spec", f"ResourceClaimTemplate {template}")
-                    c = ResourceClaim(pod.namespace, name, reqs, owner_pod=pod.key, constraints=cons)
+                    where = f"ResourceClaimTemplate {template}"
+                    reqs, cons = decode_claim(spec, "spec.spec", where)
+                    c = ResourceClaim(pod.namespace, name, reqs, owner_pod=pod.key, constraints=cons,
+                                      config=claim_config(spec, "spec.spec", where))
                     assert dra is not None
                     dra.objs.claims[key] = c
             else:
