@@ -54,7 +54,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -480,11 +482,24 @@ def ratio_lines(runs: list[Run]) -> list[str]:
 
 
 # ---- main ------------------------------------------------------------------------------------
-def run_workload(w: Workload, modes: list[str], schedulers: list[str], args, first_idx: int) -> list[Run]:
-    own = args.control_plane is None
-    d = Path(tempfile.mkdtemp(prefix="caldera-bench-")) if own else Path(args.control_plane)
-    runs: list[Run] = []
-    beats = None
+@dataclass
+class Cluster:
+    """A control plane with a workload's nodes (see `cluster`)."""
+    dir: Path
+    env: dict[str, str]
+    api: Api
+    admin: str                  # the admin kubeconfig
+    cp_pids: list[int]          # kube-apiserver, etcd
+    nodes: list[dict]
+    created_s: float            # seconds the nodes took to create
+
+
+@contextmanager
+def cluster(w: Workload, control_plane: str | None) -> Iterator[Cluster]:
+    """A fresh control plane in a temp dir (stopped and removed after), or the running one in
+    `control_plane` (left as found but its namespaces), with the workload's nodes created."""
+    own = control_plane is None
+    d = Path(tempfile.mkdtemp(prefix="caldera-bench-")) if own else Path(str(control_plane))
     nodes = [node_body(w, i) for i in range(w.nodes)]
     api = None
     try:
@@ -496,27 +511,8 @@ def run_workload(w: Workload, modes: list[str], schedulers: list[str], args, fir
         api = Api.from_kubeconfig(admin)
         t0 = time.perf_counter()
         _bulk(api, [("/api/v1/nodes", n) for n in nodes])
-        print(f"# {w.title}: {w.nodes} nodes created in {time.perf_counter() - t0:.1f} s; "
-              f"{w.pods} backlog pods + {args.paced} paced at {args.rate:g}/s per run", flush=True)
-        if w.heartbeat:
-            beats = Heartbeats(api, [n["metadata"]["name"] for n in nodes], w.heartbeat)
-        work = Path(tempfile.mkdtemp(prefix="caldera-bench-run-"))
-        idx = first_idx
-        for mode in modes:
-            for kind in schedulers:
-                r = run_one(api, admin, cp_pids, w, mode, kind, idx, work, args.paced, args.rate, args.gc,
-                            args.settle)
-                idx += 1
-                runs.append(r)
-                print(row(r), flush=True)
-                if r.gc:
-                    print(f"{'':<4}caldera GC pauses since the informers synced: {r.gc}", flush=True)
-        if beats is not None:
-            print(f"{'':<4}node status updates: {beats.rate():.0f}/s sent ({beats.failed} failed)", flush=True)
-        shutil.rmtree(work, ignore_errors=True)
+        yield Cluster(d, env, api, admin, cp_pids, nodes, time.perf_counter() - t0)
     finally:
-        if beats is not None:
-            beats.stop()
         if own:
             subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True)
             shutil.rmtree(d, ignore_errors=True)
@@ -526,8 +522,36 @@ def run_workload(w: Workload, modes: list[str], schedulers: list[str], args, fir
                     api.request("DELETE", f"/api/v1/nodes/{n['metadata']['name']}")
                 except (ApiError, ApiUnavailable):
                     pass
-    return runs
 
+
+def run_workload(w: Workload, modes: list[str], schedulers: list[str], args, first_idx: int) -> list[Run]:
+    runs: list[Run] = []
+    beats = None
+    with cluster(w, args.control_plane) as c:
+        api, admin, cp_pids, nodes = c.api, c.admin, c.cp_pids, c.nodes
+        print(f"# {w.title}: {w.nodes} nodes created in {c.created_s:.1f} s; "
+              f"{w.pods} backlog pods + {args.paced} paced at {args.rate:g}/s per run", flush=True)
+        try:
+            if w.heartbeat:
+                beats = Heartbeats(api, [n["metadata"]["name"] for n in nodes], w.heartbeat)
+            work = Path(tempfile.mkdtemp(prefix="caldera-bench-run-"))
+            idx = first_idx
+            for mode in modes:
+                for kind in schedulers:
+                    r = run_one(api, admin, cp_pids, w, mode, kind, idx, work, args.paced, args.rate, args.gc,
+                                args.settle)
+                    idx += 1
+                    runs.append(r)
+                    print(row(r), flush=True)
+                    if r.gc:
+                        print(f"{'':<4}caldera GC pauses since the informers synced: {r.gc}", flush=True)
+            if beats is not None:
+                print(f"{'':<4}node status updates: {beats.rate():.0f}/s sent ({beats.failed} failed)", flush=True)
+            shutil.rmtree(work, ignore_errors=True)
+        finally:
+            if beats is not None:
+                beats.stop()
+    return runs
 
 def main(argv=None) -> list[Run]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

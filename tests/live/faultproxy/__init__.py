@@ -21,13 +21,19 @@ Faults, each drawn per request:
             request either before it reaches the API server ("before") or after the API server
             handled it but before the client got the answer ("after": the write happened, the
             client cannot know) -- chosen among `drop_phases`.
+  window    every `latency_window_period` seconds (0: off) a window of `latency_window_seconds`
+            opens (the first at the time.monotonic() instant `latency_window_start`, default the
+            proxy's start); a request arriving inside it waits `latency_window_delay` more (after
+            a latency spike's wait, if both were drawn): periodic API slowness, the same for
+            every request whatever its seed.
 `path_pattern` (a regex searched in the URL path) limits faults to matching requests.
 
 Determinism: the decisions for a request depend only on (seed, method, path, how many times this
 method+path was seen before), so a seeded run injects the same faults into the same requests
-however the client's threads interleave different paths.
+however the client's threads interleave different paths (the latency window depends on the
+arrival time alone).
 
-`stats` (a dict copy) counts: requests, forwarded (reached the API server), latency,
+`stats` (a dict copy) counts: requests, forwarded (reached the API server), latency, latency_window,
 error_<code>, drop (all drops) and drop_before / drop_after / drop_midstream, upstream_errors
 (502s when the API server was unreachable). `injections` lists (method, path, fault) in order.
 """

@@ -22,6 +22,14 @@ class FaultConfig:
     path_pattern: str | None = None
     retry_after_seconds: int = 1
     seed: int = 0
+    # periodic latency window: every `latency_window_period` s (0: off) a window of
+    # `latency_window_seconds` opens, the first at `latency_window_start` (a time.monotonic()
+    # instant: the host's clock, the same in every process; None: when the proxy started); every
+    # request arriving inside a window waits `latency_window_delay` s more before it is forwarded
+    latency_window_period: float = 0.0
+    latency_window_seconds: float = 1.0
+    latency_window_delay: float = 1.0
+    latency_window_start: float | None = None
 
     def validate(self) -> FaultConfig:
         for name in ("latency_spike_rate", "drop_rate"):
@@ -34,6 +42,13 @@ class FaultConfig:
             raise ValueError(f"errors_on must be 'mutating' or 'all', got {self.errors_on!r}")
         if not self.drop_phases or any(p not in DROP_PHASES for p in self.drop_phases):
             raise ValueError(f"drop_phases must be a non-empty subset of {DROP_PHASES}, got {self.drop_phases!r}")
+        if self.latency_window_period < 0:
+            raise ValueError(f"latency_window_period must be >= 0 (0: off), got {self.latency_window_period}")
+        if self.latency_window_period and not 0 < self.latency_window_seconds <= self.latency_window_period:
+            raise ValueError(f"latency_window_seconds must be in (0, latency_window_period], "
+                             f"got {self.latency_window_seconds}")
+        if self.latency_window_delay < 0:
+            raise ValueError(f"latency_window_delay must be >= 0, got {self.latency_window_delay}")
         if self.stream_drop_after_chunks < 0:
             raise ValueError("stream_drop_after_chunks must be >= 0")
         total = 0.0
@@ -53,6 +68,7 @@ class FaultConfig:
 @dataclass
 class Decision:
     latency: bool = False
+    window: bool = False               # the request arrived inside a periodic latency window
     error: int | None = None
     drop: str | None = None            # "before" | "after" | "midstream"
 

@@ -25,6 +25,10 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a client opening many connections at once (client-go
+    # over plain HTTP/1.1 uses one per concurrent request, e.g. 100 binds after a stall) overflows
+    # it, and the kernel drops the SYNs, which the client retries after 1, 3, 7, 15, 31 s
+    request_queue_size = 1024
     proxy: FaultProxy
 
     def handle_error(self, request, client_address) -> None:
@@ -98,6 +102,9 @@ class _Handler(BaseHTTPRequestHandler):
         if d.latency:
             proxy.count("latency", method, path)
             proxy._stopping.wait(proxy.config.latency_seconds)
+        if d.window:
+            proxy.count("latency_window", method, path)
+            proxy._stopping.wait(proxy.config.latency_window_delay)
         if d.error is not None:
             proxy.count(f"error_{d.error}", method, path)
             self._send_fault(d.error, method, path, body)

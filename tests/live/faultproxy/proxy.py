@@ -7,6 +7,7 @@ import random
 import re
 import ssl
 import threading
+import time
 from collections import Counter
 from urllib.parse import urlsplit
 
@@ -21,7 +22,8 @@ class FaultProxy:
     and kubectl never send a kubeconfig's token to a plain-http server, the Python client does), and
     the fault keywords of FaultConfig: latency_spike_rate, latency_seconds, drop_rate,
     drop_phases, stream_drop_after_chunks, error_rates {code: rate}, errors_on
-    ("mutating" | "all"), path_pattern, retry_after_seconds, seed).
+    ("mutating" | "all"), path_pattern, retry_after_seconds, seed, and the periodic latency window
+    latency_window_period / _seconds / _delay / _start).
 
     start() / stop() (or `with`), url, address, configure(**faults) while running, stats,
     injections, write_kubeconfig(path, token)."""
@@ -60,6 +62,7 @@ class FaultProxy:
         self.injections: list[tuple[str, str, str]] = []
         self._open: set = set()            # client sockets and upstream connections, cut on stop()
         self._stopping = threading.Event()
+        self.started = time.monotonic()    # re-set by start(): the latency windows' default origin
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -67,6 +70,7 @@ class FaultProxy:
     def start(self) -> FaultProxy:
         server = _Server(self.listen, _Handler)
         server.proxy = self
+        self.started = time.monotonic()
         self._server = server
         self._stopping.clear()
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
@@ -145,6 +149,14 @@ class FaultProxy:
             with self._lock:
                 self.upstream.append((method, path, status, response_dropped))
 
+    def in_window(self, now: float) -> bool:
+        """Whether the monotonic instant `now` is inside a periodic latency window."""
+        cfg = self._cfg
+        if not cfg.latency_window_period:
+            return False
+        start = self.started if cfg.latency_window_start is None else cfg.latency_window_start
+        return now >= start and (now - start) % cfg.latency_window_period < cfg.latency_window_seconds
+
     def decide(self, method: str, path: str, watch: bool) -> Decision:
         with self._lock:
             cfg = self._cfg
@@ -157,6 +169,7 @@ class FaultProxy:
         r = random.Random(f"{cfg.seed}|{method}|{path}|{n}")
         u_latency, u_error, u_drop, u_phase = r.random(), r.random(), r.random(), r.random()
         d.latency = u_latency < cfg.latency_spike_rate
+        d.window = self.in_window(time.monotonic())
         if cfg.errors_on == "all" or method in MUTATING:
             acc = 0.0
             for code, rate in cfg.error_rates:
