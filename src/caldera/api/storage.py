@@ -27,6 +27,7 @@ from ..errors import InputError
 from .objects import read_meta, read_namespaced_meta
 from .quantity import parse_quantity
 from .selectors import LabelSelector, NodeSelector, parse_label_selector, parse_node_selector
+from .validation import optional_mapping as _mapping
 
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -40,12 +41,6 @@ ACCESS_MODES = frozenset({"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "Rea
 VOLUME_MODES = frozenset({"Filesystem", "Block"})
 
 
-def _mapping(v: object, where: str) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise InputError(f"{where}: must be a mapping")
-    return v
 
 
 def _str_map(meta: dict[str, Any], key: str) -> dict[str, str]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
+from ..errors import InputError
 from .quantity import NANO, parse_nano
 
 # ---- formats (the Go constants, verbatim) ----------------------------------------------------
@@ -324,3 +325,12 @@ def format_quantity(value: object) -> str:
     if exponent_form or exp not in _DECIMAL_SUFFIXES:
         return f"{sign}{a}e{exp}" if exp else f"{sign}{a}"
     return f"{sign}{a}{_DECIMAL_SUFFIXES[exp]}"
+
+
+def optional_mapping(v: object, where: str) -> dict[str, Any]:
+    """A field that must be a mapping when given ({} when absent); else a one-line InputError."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(f"{where}: must be a mapping")
+    return v

@@ -26,6 +26,7 @@ from .validation import (
     field_invalid,
     field_required,
 )
+from .validation import optional_mapping as _mapping
 
 API_VERSION = "scheduling.k8s.io/v1alpha1"
 KIND = "Workload"
@@ -80,12 +81,6 @@ def _str(v: object, where: str) -> str:
     return v
 
 
-def _mapping(v: object, where: str) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise InputError(f"{where}: must be a mapping")
-    return v
 
 
 def _controller_ref_errors(ref: dict[str, Any]) -> list[str]:
