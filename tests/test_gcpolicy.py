@@ -149,3 +149,47 @@ def test_gc_metric_is_a_caldera_histogram_by_generation():
     assert 'caldera_gc_pause_seconds_bucket{generation="2",le="0.01"} 0.0' in text
     assert 'caldera_gc_pause_seconds_count{generation="2"} 1.0' in text
     assert GC_PAUSE_BUCKETS[4] == 0.001                 # the 1 ms target is a bucket edge
+
+
+def _young_ids() -> set[int]:
+    return {id(o) for o in gc.get_objects(0)}
+
+
+def test_decoded_watch_events_are_frozen_not_scanned_by_young_collections(clean_gc, monkeypatch):
+    """json.loads dicts enter generation 0 without counting as allocations: a pod event made young
+    collections scan thousands of objects. Under the policy the informer freezes each applied
+    event (gcpolicy.freeze_decoded); without a policy, or during a sweep, it does nothing."""
+    import json
+    monkeypatch.delenv(gcpolicy.ENV, raising=False)
+    gc.unfreeze()
+    ev = json.loads(json.dumps({"object": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{}] * 50}}}))
+    gcpolicy.freeze_decoded()                      # no policy: nothing frozen
+    assert id(ev) in _young_ids()
+    gcpolicy.apply("run")
+    gcpolicy.freeze_decoded()
+    assert id(ev) not in _young_ids() and gc.get_freeze_count() > 0
+    gc.unfreeze()
+    gcpolicy._callback.paused = True               # a sweep runs: it unfroze everything on purpose
+    gcpolicy.freeze_decoded()
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_informer_freezes_after_applying_each_event(monkeypatch):
+    from caldera.live import informer as inf
+
+    calls = []
+    monkeypatch.setattr(inf, "freeze_decoded", lambda: calls.append(1))
+
+    class Api:
+        def request(self, method, path, body=None, query=None):
+            return 200, {"metadata": {"resourceVersion": "1"}, "items": []}
+
+        def watch(self, path, q):
+            return iter([("ADDED", {"metadata": {"name": f"n{i}", "resourceVersion": str(i + 2)}})
+                         for i in range(3)])
+
+    seen = []
+    i = inf.Informer(Api(), "nodes", on_add=lambda o: seen.append(len(calls)))
+    i._list()
+    i._watch()
+    assert seen == [0, 1, 2] and len(calls) == 3        # each event's handlers ran before its freeze

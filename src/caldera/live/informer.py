@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..gcpolicy import freeze_decoded
 from .client import ApiError
 
 log = logging.getLogger(__name__)
@@ -390,6 +391,9 @@ class Informer:
                 self._events += 1
                 self.backoff.reset()
                 self._apply(typ, obj)
+                # the event and what its handlers built from it (the cache's Pod/Node objects):
+                # frozen now, not scanned by the next young collection (gcpolicy.freeze_decoded)
+                freeze_decoded()
         finally:
             self._close_stream()
         # A clean end (server timeout) counts as progress unless it was instant and empty,
