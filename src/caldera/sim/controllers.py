@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..api.dra import DraObjects, ResourceClaim, generated_claim_name, pod_claim_refs, template_claim_status_name
+from ..api.dra import DraObjects, ResourceClaim, pod_claim_refs, template_claim_name
 from ..api.loader import Cluster
 from ..api.objects import Pod
 from ..api.storage import (
@@ -108,25 +108,22 @@ class Controllers:
         out = []
         for pod_claim, name, template in pod_claim_refs(pod.raw, f"Pod {pod.key}"):
             if template:
-                name = template_claim_status_name(pod.raw, pod_claim) or \
-                    generated_claim_name(pod.namespace, pod.name, pod_claim)
+                name = template_claim_name(pod.raw, pod.namespace, pod.name, pod_claim)
             c = claims.get(f"{pod.namespace}/{name}")
             if c is not None:
                 out.append(c)
         return out
 
-    def claims_cell(self, pod: Pod) -> str:
-        """pods.csv's `claims`: "<claim>=<driver>/<pool>/<device>" per allocated device."""
+    def _claims_bound(self, pod: Pod) -> str:
+        """Count the claims the pod's binding allocated; pods.csv's `claims`:
+        "<claim>=<driver>/<pool>/<device>" per allocated device."""
         parts = []
-        for c in self.claims_of(pod):
-            for d in c.allocation or []:
-                parts.append(f"{c.name}={d.driver}/{d.pool}/{d.device}")
-        return ";".join(parts)
-
-    def _claims_bound(self, pod: Pod) -> None:
         for c in self.claims_of(pod):
             if c.allocation is not None and c.reserved_for == [pod.key]:
                 self.counts["claims_allocated"] += 1
+            for d in c.allocation or []:
+                parts.append(f"{c.name}={d.driver}/{d.pool}/{d.device}")
+        return ";".join(parts)
 
     def _claims_released(self, pod: Pod) -> list[str]:
         """syncClaim for each claim of a pod that is gone: drop it from reservedFor; no consumer
@@ -283,11 +280,11 @@ class Controllers:
     def pod_bound(self, pod: Pod) -> tuple[str, str, list[str]]:
         """A pod was bound: (its claims' devices, its volumes) for pods.csv, and the queue events
         of the PV and PVC writes its binding made (claimRef, volumeName, a provisioned PV)."""
-        self._claims_bound(pod)
+        claims = self._claims_bound(pod)
         vols = self._volumes_bound(pod) if pod.spec.get("volumes") else ""
         events = list(dict.fromkeys(self._events))
         self._events.clear()
-        return self.claims_cell(pod), vols, events
+        return claims, vols, events
 
     def pod_running(self, pod: Pod) -> None:
         """A pod of the cluster's initial state, on its node: its PVCs are in use."""
