@@ -533,6 +533,13 @@ def pod_claim_refs(pod_raw: dict[str, Any], where: str) -> list[tuple[str, str, 
     return out
 
 
+def template_claim_name(pod_raw: dict[str, Any], namespace: str, pod_name: str, pod_claim: str) -> str:
+    """The claim a template entry of spec.resourceClaims stands for, as `caldera schedule` and
+    `caldera simulate` resolve it: the name pod.status.resourceClaimStatuses gives, else the one
+    kube's resourceclaim controller would generate."""
+    return template_claim_status_name(pod_raw, pod_claim) or generated_claim_name(namespace, pod_name, pod_claim)
+
+
 def template_claim_status_name(pod_raw: dict[str, Any], pod_claim: str) -> str | None:
     for st in (pod_raw.get("status") or {}).get("resourceClaimStatuses") or []:
         if isinstance(st, dict) and st.get("name") == pod_claim:

@@ -40,6 +40,7 @@ from ..api.storage import (
 )
 from ..errors import InputError
 from ..plugins.dynamicresources.allocator import DraState
+from .informer import object_key
 
 if TYPE_CHECKING:
     from .cache import ClusterCache
@@ -64,12 +65,6 @@ def resource_version(raw: dict[str, Any] | None) -> int:
         return int(str(rv))
     except ValueError:
         return 0
-
-
-def _key(raw: dict[str, Any]) -> str:
-    meta = raw.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
 def _reserved_uids(raw: dict[str, Any] | None) -> set[str]:
@@ -102,12 +97,12 @@ class ApiObjects:
         self.owner.changed.set()
 
     def _warn(self, kind: str, raw: dict[str, Any], e: InputError) -> None:
-        self.owner.warn(f"{kind} {_key(raw)}: {e}; ignored")
+        self.owner.warn(f"{kind} {object_key(raw)}: {e}; ignored")
 
     # ---- DRA: DeviceClass, ResourceSlice ---------------------------------------------------------
     def on_device_class(self, raw: dict[str, Any], deleted: bool = False) -> None:
         with self.owner.lock:
-            name = _key(raw)
+            name = object_key(raw)
             old = self.dra_objs.classes.pop(name, None)
             new = None
             if not deleted:
@@ -136,7 +131,7 @@ class ApiObjects:
             self._event("ResourceSlice", old if not deleted else raw, None if deleted else raw)
 
     def _slice(self, raw: dict[str, Any], deleted: bool) -> None:
-        name = _key(raw)
+        name = object_key(raw)
         self.slices.pop(name, None)
         if deleted:
             return
@@ -176,7 +171,7 @@ class ApiObjects:
     # ---- DRA: ResourceClaim ------------------------------------------------------------------------
     def on_claim(self, raw: dict[str, Any], deleted: bool = False) -> None:
         with self.owner.lock:
-            key = _key(raw)
+            key = object_key(raw)
             if deleted:
                 self.claim_api.pop(key, None)
                 self.claim_rv.pop(key, None)
@@ -193,7 +188,7 @@ class ApiObjects:
 
     def api_claim(self, raw: dict[str, Any]) -> None:
         """The API gave this claim (an informer event, or the answer to Caldera's own write)."""
-        key = _key(raw)
+        key = object_key(raw)
         cur = self.claim_api.get(key)
         if cur is None or resource_version(raw) >= resource_version(cur):
             self.claim_api[key] = raw
@@ -233,7 +228,7 @@ class ApiObjects:
         """Caldera's own write of a claim succeeded (AssumeClaimAfterAPICall): the in-memory claim
         stands for that version; an informer object newer still replaces it."""
         with self.owner.lock:
-            key = _key(raw)
+            key = object_key(raw)
             self.api_claim(raw)
             if key in self.dra_objs.claims:
                 self.claim_rv[key] = max(self.claim_rv.get(key, 0), resource_version(raw))
@@ -244,7 +239,7 @@ class ApiObjects:
     # ---- storage ----------------------------------------------------------------------------------
     def on_pv(self, raw: dict[str, Any], deleted: bool = False) -> None:
         with self.owner.lock:
-            name = _key(raw)
+            name = object_key(raw)
             st = self.storage
             if deleted:
                 self.pv_api.pop(name, None)
@@ -276,7 +271,7 @@ class ApiObjects:
 
     def on_pvc(self, raw: dict[str, Any], deleted: bool = False) -> None:
         with self.owner.lock:
-            key = _key(raw)
+            key = object_key(raw)
             st = self.storage
             if deleted:
                 self.pvc_api.pop(key, None)
@@ -316,7 +311,7 @@ class ApiObjects:
     def _named(self, raw: dict[str, Any], deleted: bool, kind: str, into: dict[str, Any],
                decode: Callable[[dict[str, Any]], Any]) -> None:
         with self.owner.lock:
-            name = _key(raw)
+            name = object_key(raw)
             old = into.pop(name, None)
             new = None
             if not deleted:
@@ -331,7 +326,7 @@ class ApiObjects:
 
     def on_capacity(self, raw: dict[str, Any], deleted: bool = False) -> None:
         with self.owner.lock:
-            key = _key(raw)
+            key = object_key(raw)
             caps = self.storage.capacities
             old = next((c for c in caps if c.key == key), None)
             if old is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..api.workload import Workload, parse_workload
 from ..errors import InputError
-from ..plugins.gangscheduling.plugin import pod_workload_ref
+from ..plugins.gangscheduling.plugin import refers_to_workload
 from .informer import RESOURCES
 
 
@@ -37,11 +37,8 @@ class GangWorkloads:
             self.workloads[wl.key] = wl
             q = self.cache.queue
             if q is not None:
-
-                def points_here(pod) -> bool:
-                    ref = pod_workload_ref(pod)
-                    return ref is not None and pod.namespace == wl.namespace and ref.name == wl.name
-                q.move_all_to_active_or_backoff("Workload/Add", None, wl, pre_check=points_here)
+                q.move_all_to_active_or_backoff("Workload/Add", None, wl,
+                                                pre_check=lambda pod: refers_to_workload(pod, wl))
             self.cache.changed.set()
 
     def on_update(self, old: dict, raw: dict) -> None:

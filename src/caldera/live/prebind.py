@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.dra import allocation_config
-from ..api.storage import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, PersistentVolume
+from ..api.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, PersistentVolume
 from .apicache import _reserved_uids, resource_version
 from .client import ApiError
 from .status import SMP
@@ -44,7 +44,6 @@ from .status import SMP
 log = logging.getLogger("caldera.run")
 
 FINALIZER = "resource.kubernetes.io/delete-protection"        # resourceapi.Finalizer
-ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 RETRY_STEPS, RETRY_DELAY = 5, 0.01                             # client-go retry.DefaultRetry
 POLL_INTERVAL = 1.0                                            # BindPodVolumes' wait.Poll interval
 

@@ -30,9 +30,8 @@ from ...api.dra import (
     ResourceClaim,
     claim_config,
     decode_claim,
-    generated_claim_name,
     pod_claim_refs,
-    template_claim_status_name,
+    template_claim_name,
 )
 from ...errors import ConfigError
 from ...framework.interface import Plugin
@@ -93,8 +92,7 @@ class DynamicResources(Plugin):
         claims = []
         for pod_claim, claim_name, template in pod_claim_refs(pod.raw, f"Pod {pod.key}"):
             if template:
-                name = template_claim_status_name(pod.raw, pod_claim) or \
-                    generated_claim_name(pod.namespace, pod.name, pod_claim)
+                name = template_claim_name(pod.raw, pod.namespace, pod.name, pod_claim)
                 key = f"{pod.namespace}/{name}"
                 c = dra.objs.claims.get(key) if dra is not None else None
                 if c is None:

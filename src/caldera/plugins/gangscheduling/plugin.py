@@ -43,6 +43,12 @@ def pod_workload_ref(pod: Pod) -> WorkloadRef | None:
     return workload_ref(pod)
 
 
+def refers_to_workload(pod: Pod, wl: Workload) -> bool:
+    """isSchedulableAfterWorkloadAdded's test: the pod's workloadRef names this Workload."""
+    ref = pod_workload_ref(pod)
+    return ref is not None and pod.namespace == wl.namespace and ref.name == wl.name
+
+
 def matching_workload_reference(a: Pod, b: Pod) -> bool:
     ra, rb = pod_workload_ref(a), pod_workload_ref(b)
     return ra is not None and rb is not None and a.namespace == b.namespace and ra == rb
@@ -90,8 +96,7 @@ class GangScheduling(Plugin):
         return matching_workload_reference(pod, added)
 
     def is_schedulable_after_workload_added(self, pod: Pod, added: Workload) -> bool:
-        ref = pod_workload_ref(pod)
-        return ref is not None and pod.namespace == added.namespace and ref.name == added.name
+        return refers_to_workload(pod, added)
 
     # ---- PreEnqueue ---------------------------------------------------------------------
     def pre_enqueue(self, pod: Pod) -> Status | None:

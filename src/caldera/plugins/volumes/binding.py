@@ -28,6 +28,7 @@ from typing import Any
 from ...api.objects import Pod
 from ...api.storage import (
     ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     ClaimRef,
@@ -254,7 +255,7 @@ class VolumeBinding(Plugin):
             s.assumed_pvs.append(cur)
             new = cur.clone()
             new.claim_ref = ClaimRef(pvc.namespace, pvc.name, pvc.uid)
-            new.annotations.setdefault("pv.kubernetes.io/bound-by-controller", "yes")
+            new.annotations.setdefault(ANN_BOUND_BY_CONTROLLER, "yes")
             st.put_pv(new)
         for pvc in pv.provision:
             cur = st.pvcs.get(pvc.key, pvc)
