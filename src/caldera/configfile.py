@@ -7,14 +7,13 @@ that `config` stays kube-only and neither scheduler depends on the other.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .batch.actions import ACTIONS
-from .batch.conf import VolcanoConf, is_volcano_conf, parse_volcano_conf
-from .batch.plugins import PLUGINS, argument_warnings
 from .config.defaults import default_config
-from .config.loader import decode_document, is_kube_config, read_config_documents, select_configuration
 from .config.types import SchedulerConfig
+
+if TYPE_CHECKING:
+    from .batch.conf import VolcanoConf
 
 # The key Volcano's Helm chart and docs put the conf under in the scheduler's ConfigMap
 VOLCANO_CONF_KEY = "volcano-scheduler.conf"
@@ -28,10 +27,16 @@ def load_config(path: str | None, registry: Mapping[str, Callable[..., Any]]) ->
     that have no effect; the drivers print them."""
     if path is None:
         return default_config(registry)
+    # imported here: kube's default configuration needs no file reader (yaml) and no Volcano
+    from .batch.conf import is_volcano_conf
+    from .config.loader import decode_document, is_kube_config, read_config_documents, select_configuration
     doc, source = select_configuration(
         read_config_documents(path), path, accepts=lambda d: is_kube_config(d) or is_volcano_conf(d),
         expected="a KubeSchedulerConfiguration or a volcano-scheduler.conf", preferred_key=VOLCANO_CONF_KEY)
     if isinstance(doc, dict) and is_volcano_conf(doc):
+        from .batch.actions import ACTIONS
+        from .batch.conf import parse_volcano_conf
+        from .batch.plugins import PLUGINS, argument_warnings
         conf = parse_volcano_conf(doc, source, ACTIONS, PLUGINS)
         conf.warnings.extend(argument_warnings(conf))
         return conf

@@ -34,15 +34,24 @@ Go runtime reports go_gc_duration_seconds, which measures something else).
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+
+def _log() -> logging.Logger:
+    """This module's logger; `logging` is imported by `caldera run` only (sweeps, after_sync), not by
+    `caldera schedule`, which imports this module at start-up (issue 14)."""
+    import logging
+    return logging.getLogger(__name__)
+
 
 THRESHOLDS = (700, 10, 10)         # gen0 net allocations, gen1 and gen2 collection ratios
 PYTHON_THRESHOLDS = (700, 10, 10)  # CPython's defaults
@@ -262,8 +271,8 @@ class Sweeper:
         self.sweeps += 1
         self.collected += n
         self.last_pause = time.perf_counter() - t0
-        log.info("gc: sweep %d freed %d objects in reference cycles (%.0f ms)", self.sweeps, n,
-                 self.last_pause * 1e3)
+        _log().info("gc: sweep %d freed %d objects in reference cycles (%.0f ms)", self.sweeps, n,
+                    self.last_pause * 1e3)
         return n
 
     def _run(self) -> None:
@@ -351,7 +360,7 @@ def after_sync() -> bool:
         return False
     t0 = time.perf_counter()
     n = freeze(collect=True)
-    log.info("gc: froze %d objects after the initial sync (%.0f ms)", n, (time.perf_counter() - t0) * 1e3)
+    _log().info("gc: froze %d objects after the initial sync (%.0f ms)", n, (time.perf_counter() - t0) * 1e3)
     if _active.sweep_every and _callback is not None and _sweeper is None:
         _sweeper = Sweeper(_callback, _active.sweep_every).start()
     return True

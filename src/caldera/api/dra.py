@@ -16,7 +16,6 @@ an InputError saying so.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -512,6 +511,8 @@ def generated_claim_name(pod_ns: str, pod_name: str, pod_claim: str) -> str:
     base = pod_name + "-" + pod_claim + "-"
     if len(base) > 57:
         base = pod_name[:len(pod_name) * 57 // len(base)] + "-" + pod_claim[:len(pod_claim) * 57 // len(base)]
+    # imported here, not at start-up: hashlib loads OpenSSL (~3 ms), which few passes need
+    import hashlib
     h = hashlib.sha256(f"{pod_ns}/{pod_name}/{pod_claim}".encode()).digest()
     return base + "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in h[:5])
 

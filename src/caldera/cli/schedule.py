@@ -6,19 +6,19 @@ from datetime import datetime
 
 import click
 import orjson
-import yaml
 
 from ..api.loader import Cluster, load_cluster
 from ..api.output import KIND_NOT_USED, NO_VOLCANO_CONF, Ignored, ignored_summary, object_name
-from ..batch.cache.snapshot import volcano_objects
-from ..batch.conf import VolcanoConf
-from ..batch.runner import run_session
 from ..config import featuregates
+from ..config.types import SchedulerConfig
 from ..configfile import load_config
-from ..engine.oneshot import run_pass
 from ..errors import ConfigError
-from ..plugins.registry import build_registry
+from ..plugins.registry import PluginRegistry, build_registry
 from . import progress
+
+# Each scheduler's modules are imported where they are first needed (issue 14, start-up): a kube
+# pass imports nothing of Volcano's session (caldera.batch), a Volcano session nothing of kube's
+# engine, and yaml is for YAML files and `-o yaml` (tests/test_startup_imports.py).
 
 
 @click.command()
@@ -58,7 +58,8 @@ def schedule(files, from_cluster, kubeconfig, kube_context, config_path, output,
     now = _parse_now(now_text)
     registry = build_registry()
     config = load_config(config_path, registry)
-    if isinstance(config, VolcanoConf):
+    if not isinstance(config, SchedulerConfig):       # a volcano-scheduler.conf: one Volcano session
+        from ..batch.runner import run_session
         for w in config.warnings:
             click.echo(f"caldera: warning: {w}", err=True)
         cluster = _load(files, remote, volcano=True)
@@ -75,6 +76,7 @@ def schedule(files, from_cluster, kubeconfig, kube_context, config_path, output,
     cluster = _load(files, remote)
     _ignore_volcano_objects(cluster, config_path)
     _use_gang_workloads(cluster, config, registry)
+    from ..engine.oneshot import run_pass
     result = run_pass(cluster, config, seed=seed, scheduler_name=scheduler_name, explain=explain, registry=registry)
     _emit(result, output)
 
@@ -116,11 +118,13 @@ def _load(files, remote: tuple[str | None, str | None] | None = None, volcano: b
     return cluster
 
 
-def _use_gang_workloads(cluster: Cluster, config, registry: dict) -> None:
+def _use_gang_workloads(cluster: Cluster, config, registry: PluginRegistry) -> None:
     """The GangScheduling plugin reads the input's Workloads (scheduling.k8s.io/v1alpha1); they are
     used, not `ignored`, when GenericWorkload is on and a profile enables the plugin."""
-    from ..plugins.gangscheduling import GangScheduling
-    registry["GangScheduling"] = GangScheduling.with_workloads(lambda: cluster.gang_workloads)
+    def gang_scheduling():       # imported only if a profile enables the plugin
+        from ..plugins.gangscheduling import GangScheduling
+        return GangScheduling.with_workloads(lambda: cluster.gang_workloads)
+    registry.defer("GangScheduling", gang_scheduling)
     if featuregates.enabled(featuregates.GENERIC_WORKLOAD) and any(
             r.name == "GangScheduling" for prof in config.profiles for refs in prof.plugins.values() for r in refs):
         cluster.ignored = [i for i in cluster.ignored if not (
@@ -132,6 +136,7 @@ def _ignore_volcano_objects(cluster: Cluster, config_path: str | None) -> None:
     input error) and then ignored."""
     if not cluster.other:
         return
+    from ..batch.cache.snapshot import volcano_objects
     volcano_objects(cluster)
     why = ("--config is a KubeSchedulerConfiguration" if config_path else "no --config was given")
     for source, doc in cluster.other:
@@ -153,6 +158,7 @@ def _emit(result, output):
     if output == "json":
         click.echo(_json_text(data))
     elif output == "yaml":
+        import yaml
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
         from .table import render

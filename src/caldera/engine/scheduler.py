@@ -8,7 +8,7 @@ PostBind. Drivers (schedule / simulate / run) own the queue and decide what to d
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +122,7 @@ def record_binder(pod, node_name: str) -> Status:
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig, table: NodeTable, registry: dict[str, Callable] | None = None,
+    def __init__(self, config: SchedulerConfig, table: NodeTable, registry: Mapping[str, Callable] | None = None,
                  *, seed: int = 0, explain: bool = False, binder: Callable = record_binder):
         if registry is None:
             from ..plugins.registry import build_registry
