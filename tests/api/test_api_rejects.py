@@ -332,3 +332,32 @@ def test_gt_value_kube_accepts_is_left_to_the_scheduler(tmp_path):
                   values: [abc]}}]}}]}}}}}}"""), "-o", "json")
     assert r.exit_code == 0, (r.output, r.exception)
     assert '"pod": "default/x"' in r.stdout and "didn't match Pod's node affinity/selector" in r.stdout
+
+
+# Found by the fuzzing suite (tests/fuzz/test_fuzz_cli.py): a selector's list given as a scalar was
+# iterated and crashed with a TypeError traceback.
+PDB_EXPRS = ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: pdb0, namespace: default}}\n"
+             "spec:\n  selector: {{matchLabels: {{}}, matchExpressions: {exprs}}}\n---\n")
+
+
+@pytest.mark.parametrize("exprs", ["true", "3", "'In'", "{key: a}"])
+@pytest.mark.parametrize("volcano", [False, True])
+def test_a_selector_list_given_as_a_scalar_is_a_one_line_error(tmp_path, exprs, volcano):
+    args = ("--config", "examples/batch/volcano-scheduler.conf") if volcano else ()
+    got = type(__import__("yaml").safe_load(exprs)).__name__
+    one_line_error(tmp_path, NODE + PDB_EXPRS.format(exprs=exprs), "PodDisruptionBudget default/pdb0",
+                   f"spec.selector.matchExpressions: must be a list, got {got}", *args)
+
+
+@pytest.mark.parametrize("field", ["matchExpressions", "matchFields"])
+def test_a_node_selector_terms_list_given_as_a_scalar_is_a_one_line_error(tmp_path, field):
+    spec = f"""\
+        containers: [{{name: c, image: i}}]
+        affinity:
+          nodeAffinity:
+            {REQ}:
+              nodeSelectorTerms: [{{{field}: true}}]"""
+    _, r = run(tmp_path, NODE + pod(spec))
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), (r.output, r.exception)
+    assert f"nodeSelectorTerms[0].{field}: must be a list" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from .quantity import INT64_MAX, INT64_MIN
@@ -120,6 +121,16 @@ class LabelSelector:
         return not self.requirements
 
 
+def _items(d: dict[str, Any], key: str, where: str) -> list[Any]:
+    """The list at d[key] ([] when absent or null); InputError when it is something else."""
+    v = d.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(f"{where}.{key}: must be a list, got {type(v).__name__}")
+    return v
+
+
 def parse_label_selector(sel: object, where: str) -> LabelSelector | None:
     """None for a nil selector (matches nothing); an empty selector matches everything."""
     if sel is None:
@@ -132,7 +143,7 @@ def parse_label_selector(sel: object, where: str) -> LabelSelector | None:
         raise InputError(f"{where}.matchLabels: must be a mapping")
     for k in sorted(ml):
         reqs.append(Requirement(str(k), "In", (str(ml[k]),)))
-    for i, e in enumerate(sel.get("matchExpressions") or []):
+    for i, e in enumerate(_items(sel, "matchExpressions", where)):
         reqs.append(_requirement(e, _LABEL_OPS, f"{where}.matchExpressions[{i}]"))
     return LabelSelector(tuple(reqs))
 
@@ -160,9 +171,9 @@ def parse_node_selector_term(term: object, where: str) -> NodeSelectorTerm:
     if not isinstance(term, dict):
         raise InputError(f"{where}: a node selector term must be a mapping")
     exprs = tuple(_requirement(e, _NODE_OPS, f"{where}.matchExpressions[{i}]")
-                  for i, e in enumerate(term.get("matchExpressions") or []))
+                  for i, e in enumerate(_items(term, "matchExpressions", where)))
     fields = []
-    for i, e in enumerate(term.get("matchFields") or []):
+    for i, e in enumerate(_items(term, "matchFields", where)):
         r = _requirement(e, _NODE_OPS, f"{where}.matchFields[{i}]")
         if r.key != "metadata.name":
             raise InputError(f"{where}.matchFields[{i}]: only 'metadata.name' is supported, got {r.key!r}")

@@ -257,7 +257,10 @@ class StorageClass:
             for i, t in enumerate(terms):
                 t = _mapping(t, f"allowedTopologies[{i}]")
                 reqs = []
-                for j, e in enumerate(t.get("matchLabelExpressions") or []):
+                exprs = t.get("matchLabelExpressions")
+                if exprs is not None and not isinstance(exprs, list):
+                    raise InputError(f"allowedTopologies[{i}].matchLabelExpressions: must be a list")
+                for j, e in enumerate(exprs or []):
                     e = _mapping(e, f"allowedTopologies[{i}].matchLabelExpressions[{j}]")
                     vals = e.get("values")
                     if not e.get("key") or not isinstance(vals, list) or not vals:
