@@ -21,32 +21,52 @@ are datetimes, `<<` merges); what is fast is how:
   `load_file` reads such a file a block at a time, so neither does its whole text. A line
   starting `- ` at column 0 can only start an item: a slice cut inside a quoted scalar or a flow
   collection fails at its end, and then the document is parsed whole.
+- Those slices go through a pipeline (`_Slices`) when there are more than two and more than one
+  CPU: yaml-rs releases the GIL for most of its work, so a worker thread parses slice k+1 while
+  this thread runs `each` over slice k's items and scans slice k+1 (`risky`). Only yaml-rs runs
+  on the worker; a risky slice, or one yaml-rs rejects, goes through PyYAML here. Everything
+  else happens here, in the file's order, as without the thread: the items, `each` and
+  `progress` calls, the line numbers of errors, which slice's error wins, reading the next
+  block (slices cut before a read are parsed before its error is raised). At most two slices are
+  in flight; the worker is stopped (waited for) when the List is done, on an error, or on
+  Ctrl-C. JSON gains nothing from a thread: its parsers keep the GIL. What it gains is small
+  and depends on a free core (yaml-rs holds the GIL while it builds the Python objects, most of
+  its time): `caldera schedule` on benchmarks/load_dump's dumps on 2 idle cores, realistic
+  9.5 -> 8.7 s, small 8.2 -> 7.2 s; with both cores busy, nothing.
+- yaml-rs converts nested collections recursively and crashes the process (SIGSEGV) somewhere
+  past 8,000 levels: text that might nest that deep (a line whose first 256 characters are
+  spaces and dashes) goes to PyYAML, which stops with a RecursionError, worded as too deep.
 - Depth: no document may nest more than MAX_DEPTH collections (kube's decoders stop at 10,000;
   no real manifest comes near 100). `check_depth` is the check, for other readers too; text
   whose shape bounds its depth below the limit is not walked.
 
-Duplicate keys keep the last value, as PyYAML and encoding/json do.
+Duplicate keys keep the last value, as PyYAML and encoding/json do. PyYAML, yaml-rs and numpy
+are imported when first needed: reading JSON imports neither YAML parser.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
-import yaml
-import yaml_rs
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    import yaml
 
 MAX_DEPTH = 100
 DEPTH_PROBLEM = f"nested more than {MAX_DEPTH} levels deep"
 
 # A kubectl List is parsed in slices of about this many characters.
 SLICE_CHARS = 1 << 19
-_LAST_WINS = yaml_rs.DuplicateKeyPolicy.LastWins
+# ... and from this many slices on (with more than one CPU), yaml-rs parses the next slice on a
+# worker thread while this one handles the last.
+THREAD_FROM_SLICES = 3
 
 Progress = Callable[[int], None]  # told how many more characters have been parsed
 # Each List item parsed in slices goes through it as its slice is parsed, with whether the item
@@ -192,6 +212,7 @@ def json_depth(data: bytes) -> int | None:
     None when a string holds an escaped quote."""
     if b'\\"' in data:
         return None
+    import numpy as np
     a = np.frombuffer(data.translate(None, _NOT_QUOTE_OR_BRACKET), dtype=np.uint8)
     depth = best = parity = 0
     for off in range(0, len(a), _JSON_BLOCK):
@@ -224,9 +245,12 @@ class _Malformed(Exception):
         return f"malformed YAML{where}: {problem}"
 
 
-def _pyyaml(text: str, line0: int, loader: type = yaml.CSafeLoader) -> list[Any]:
+def _pyyaml(text: str, line0: int, loader: type | None = None) -> list[Any]:
     """All documents of `text` through PyYAML; _Malformed with the pure-Python parser's error
     (the messages Caldera has always given)."""
+    import yaml
+    if loader is None:
+        loader = yaml.CSafeLoader
     try:
         return list(yaml.load_all(text, Loader=loader))
     except RecursionError:
@@ -243,23 +267,49 @@ def _one_document(piece: str, line0: int) -> Any:
     return _parse_piece(piece, line0)[0]
 
 
+# Without a line whose first 256 characters are spaces and dashes, block collections nest at most
+# some 500 levels (two a column) and yaml-rs takes at most 256 levels of flow ones: far from the
+# depth at which its recursion crashes the process (some 8,000 levels on an 8 MB stack).
+_DEEP_LINE = re.compile(r"\n[- ]{256}")
+_DEEP_AT_0 = re.compile(r"[- ]{256}")
+_REJECTED = object()    # what yaml-rs refused: PyYAML decides, and words the error
+
+
+def _scan(piece: str) -> tuple[bool, bool]:
+    """(whether yaml-rs may read `piece`: it would read it as PyYAML does and cannot crash on its
+    depth; whether the shape of `piece` bounds its depth below MAX_DEPTH)."""
+    empty_flow = _only_empty_flow(piece)
+    bounded = _yaml_depth_bounded(piece, empty_flow)
+    deep = not bounded and (_DEEP_LINE.search(piece) is not None or _DEEP_AT_0.match(piece) is not None)
+    return not deep and not _risky_body(piece, empty_flow), bounded
+
+
+def _yaml_rs(piece: str) -> Any:
+    """yaml-rs's document of `piece`, or _REJECTED. Holds the GIL only for part of its work: the
+    List pipeline runs it on its worker thread."""
+    import yaml_rs
+    try:
+        return yaml_rs.loads(piece, parse_datetime=False, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.LastWins)
+    except (yaml_rs.YAMLDecodeError, RecursionError, OverflowError, ValueError):
+        return _REJECTED
+
+
 def _parse_piece(piece: str, line0: int) -> tuple[Any, bool]:
     """(the document of `piece`, whether yaml-rs read it: then it is a tree, no alias shares a
     part of it)."""
-    obj: Any = None
-    empty_flow = _only_empty_flow(piece)
-    fast = not _risky_body(piece, empty_flow)
-    if fast:
-        try:
-            obj = yaml_rs.loads(piece, parse_datetime=False, duplicate_key_policy=_LAST_WINS)
-        except (yaml_rs.YAMLDecodeError, RecursionError, OverflowError, ValueError):
-            fast = False    # PyYAML decides, and words the error
-    if not fast:
+    fast, bounded = _scan(piece)
+    return _settle(piece, line0, _yaml_rs(piece) if fast else _REJECTED, bounded)
+
+
+def _settle(piece: str, line0: int, got: Any, bounded: bool) -> tuple[Any, bool]:
+    """`_parse_piece` from what yaml-rs made of `piece` (_REJECTED: PyYAML parses it here)."""
+    tree = got is not _REJECTED
+    if not tree:
         docs = _pyyaml(piece, line0)
-        obj = docs[0] if docs else None
-    if not _yaml_depth_bounded(piece, empty_flow):
-        check_depth(obj)
-    return obj, fast
+        got = docs[0] if docs else None
+    if not bounded:
+        check_depth(got)
+    return got, tree
 
 
 # `---` alone on its line (a comment may follow) starts a document; any other marker, a
@@ -312,6 +362,91 @@ def _no_more() -> str:
     return ""
 
 
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:      # (not on every platform)
+        return os.cpu_count() or 1
+
+
+class _NotSliced(Exception):
+    """A slice failed at its very end: it may have been cut inside a scalar; parse the whole."""
+
+
+class _Slice:
+    __slots__ = ("bounded", "fast", "future", "line", "text")
+
+    def __init__(self, text: str, line: int):
+        self.text, self.line = text, line
+        self.fast, self.bounded = _scan(text)
+        self.future: Future[Any] | None = None
+
+
+class _Slices:
+    """The slices of a List's items, given in order (`add`), parsed in that order into `items`
+    (each item through `each`, then `progress` told the slice's length). Once THREAD_FROM_SLICES
+    slices are added, with more than one CPU, one worker thread parses (yaml-rs) the slice after
+    the one this thread is finishing; until then slices wait here, so a List of fewer slices is
+    parsed here alone. `close` stops the worker."""
+
+    def __init__(self, line: int, progress: Progress | None, each: Each | None, items: list[Any]):
+        self.line, self.progress, self.each, self.items = line, progress, each, items
+        self.waiting: deque[_Slice] = deque()
+        self.count = 0
+        self.threads = _cpus() > 1
+        self.pool: ThreadPoolExecutor | None = None
+
+    def add(self, text: str) -> None:
+        """Take the next slice, finishing the ones before it that need not wait. _NotSliced when
+        one of those fails at its very end."""
+        s = _Slice(text, self.line)
+        self.line += text.count("\n")
+        self.count += 1
+        self.waiting.append(s)
+        if self.pool is None and self.threads and self.count >= THREAD_FROM_SLICES:
+            from concurrent.futures import ThreadPoolExecutor
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="caldera-yaml")
+        keep = 1 if self.pool is not None else THREAD_FROM_SLICES - 1 if self.threads else 0
+        while len(self.waiting) > keep:
+            self._finish_first()
+
+    def flush(self) -> None:
+        """Finish every slice added (in order)."""
+        while self.waiting:
+            self._finish_first()
+
+    def close(self) -> None:
+        """Drop what is left and stop the worker: cancel what it has not started, wait for what
+        it has (a yaml-rs parse of one slice cannot be interrupted)."""
+        self.waiting.clear()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def _finish_first(self) -> None:
+        s = self.waiting.popleft()
+        if self.pool is not None and self.waiting:      # the worker parses the next one meanwhile
+            nxt = self.waiting[0]
+            if nxt.fast and nxt.future is None:
+                nxt.future = self.pool.submit(_yaml_rs, nxt.text)
+        self._finish(s)
+
+    def _finish(self, s: _Slice) -> None:
+        got = s.future.result() if s.future is not None else _yaml_rs(s.text) if s.fast else _REJECTED
+        try:
+            obj, tree = _settle(s.text, s.line, got, s.bounded)
+        except _Malformed as e:
+            if e.at_end:
+                raise _NotSliced from None
+            raise
+        if not isinstance(obj, list):
+            raise _NotSliced
+        each = self.each
+        self.items.extend(obj if each is None else [each(it, tree) for it in obj])
+        if self.progress:
+            self.progress(len(s.text))
+
+
 def _list_items(text: str, line0: int, progress: Progress | None, each: Each | None,
                 more: Callable[[], str] = _no_more) -> list[Any] | None:
     """A kubectl List document parsed a slice of items at a time, from `text` and the blocks
@@ -322,61 +457,54 @@ def _list_items(text: str, line0: int, progress: Progress | None, each: Each | N
     if begin is None or _has_marker(text[:begin]):
         return None
     prefix, buf, pos = text[:begin], text, begin       # buf[pos - 1] is always a newline
-    line = line0 + prefix.count("\n")
     items: list[Any] = []
-
-    def parse(piece: str) -> bool:
-        nonlocal line
-        try:
-            got, tree = _parse_piece(piece, line)
-        except _Malformed as e:
-            if e.at_end:
-                return False
-            raise
-        if not isinstance(got, list):
-            return False
-        items.extend(got if each is None else [each(it, tree) for it in got])
-        line += piece.count("\n")
-        if progress:
-            progress(len(piece))
-        return True
-
+    slices = _Slices(line0 + prefix.count("\n"), progress, each, items)
     eof = False
 
     def read_more() -> None:
         nonlocal buf, pos, eof
-        block = more()
+        try:
+            block = more()
+        except Exception:
+            slices.flush()      # what was cut before this read is parsed before its error is seen
+            raise
         eof = not block
         if block:
             buf, pos = buf[pos - 1:] + block, 1
 
-    while True:
-        end_m = _REGION_END.search(buf, pos - 1)       # the first line after the items
-        while end_m is None and not eof and len(buf) - pos < 2 * SLICE_CHARS:
-            read_more()
-            end_m = _REGION_END.search(buf, pos - 1)
-        stop = end_m.start() + 1 if end_m else None
-        if stop is not None or eof:
-            cut = len(buf) if stop is None else stop
-        else:       # up to the last item start: that item may go on in the next block
-            cut = max(buf.rfind("\n- ", pos), buf.rfind("\n-\n", pos)) + 1
-            if cut <= pos:
+    try:
+        while True:
+            end_m = _REGION_END.search(buf, pos - 1)       # the first line after the items
+            while end_m is None and not eof and len(buf) - pos < 2 * SLICE_CHARS:
                 read_more()
-                continue
-        if any(buf.find(marker, pos - 1, cut) >= 0 for marker in ("\n---", "\n...", "\n%")):
-            return None
-        start = pos
-        for m in _ITEM_START.finditer(buf, pos, cut):
-            b = m.start() + 1
-            if b - start >= SLICE_CHARS:
-                if not parse(buf[start:b]):
-                    return None
-                start = b
-        if start < cut and not parse(buf[start:cut]):
-            return None
-        pos = cut
-        if stop is not None or eof:
-            break
+                end_m = _REGION_END.search(buf, pos - 1)
+            stop = end_m.start() + 1 if end_m else None
+            if stop is not None or eof:
+                cut = len(buf) if stop is None else stop
+            else:       # up to the last item start: that item may go on in the next block
+                cut = max(buf.rfind("\n- ", pos), buf.rfind("\n-\n", pos)) + 1
+                if cut <= pos:
+                    read_more()
+                    continue
+            if any(buf.find(marker, pos - 1, cut) >= 0 for marker in ("\n---", "\n...", "\n%")):
+                slices.flush()
+                return None
+            start = pos
+            for m in _ITEM_START.finditer(buf, pos, cut):
+                b = m.start() + 1
+                if b - start >= SLICE_CHARS:
+                    slices.add(buf[start:b])
+                    start = b
+            if start < cut:
+                slices.add(buf[start:cut])
+            pos = cut
+            if stop is not None or eof:
+                break
+        slices.flush()
+    except _NotSliced:
+        return None
+    finally:
+        slices.close()
     buf = buf[pos:]
     while block := more():
         buf += block
