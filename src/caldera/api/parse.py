@@ -21,18 +21,9 @@ are datetimes, `<<` merges); what is fast is how:
   `load_file` reads such a file a block at a time, so neither does its whole text. A line
   starting `- ` at column 0 can only start an item: a slice cut inside a quoted scalar or a flow
   collection fails at its end, and then the document is parsed whole.
-- Those slices go through a pipeline (`_Slices`) when there are more than two and more than one
-  CPU: yaml-rs releases the GIL for most of its work, so a worker thread parses slice k+1 while
-  this thread runs `each` over slice k's items and scans slice k+1 (`risky`). Only yaml-rs runs
-  on the worker; a risky slice, or one yaml-rs rejects, goes through PyYAML here. Everything
-  else happens here, in the file's order, as without the thread: the items, `each` and
-  `progress` calls, the line numbers of errors, which slice's error wins, reading the next
-  block (slices cut before a read are parsed before its error is raised). At most two slices are
-  in flight; the worker is stopped (waited for) when the List is done, on an error, or on
-  Ctrl-C. JSON gains nothing from a thread: its parsers keep the GIL. What it gains is small
-  and depends on a free core (yaml-rs holds the GIL while it builds the Python objects, most of
-  its time): `caldera schedule` on benchmarks/load_dump's dumps on 2 idle cores, realistic
-  9.5 -> 8.7 s, small 8.2 -> 7.2 s; with both cores busy, nothing.
+- No worker thread parses slices ahead: yaml-rs releases the GIL while it parses, but parsing
+  the next slice on a thread while this one slimmed the last crashed the interpreter inside
+  yaml-rs (SIGSEGV) on Lists of many slices (tried 2026-12-02; a gain of ~10 % wall at best).
 - yaml-rs converts nested collections recursively and crashes the process (SIGSEGV) somewhere
   past 8,000 levels: text that might nest that deep (a line whose first 256 characters are
   spaces and dashes) goes to PyYAML, which stops with a RecursionError, worded as too deep.
@@ -48,15 +39,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
     import yaml
 
 MAX_DEPTH = 100
@@ -64,9 +52,6 @@ DEPTH_PROBLEM = f"nested more than {MAX_DEPTH} levels deep"
 
 # A kubectl List is parsed in slices of about this many characters.
 SLICE_CHARS = 1 << 19
-# ... and from this many slices on (with more than one CPU), yaml-rs parses the next slice on a
-# worker thread while this one handles the last.
-THREAD_FROM_SLICES = 3
 
 Progress = Callable[[int], None]  # told how many more characters have been parsed
 # Each List item parsed in slices goes through it as its slice is parsed, with whether the item
@@ -362,79 +347,24 @@ def _no_more() -> str:
     return ""
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:      # (not on every platform)
-        return os.cpu_count() or 1
-
-
 class _NotSliced(Exception):
     """A slice failed at its very end: it may have been cut inside a scalar; parse the whole."""
 
 
-class _Slice:
-    __slots__ = ("bounded", "fast", "future", "line", "text")
-
-    def __init__(self, text: str, line: int):
-        self.text, self.line = text, line
-        self.fast, self.bounded = _scan(text)
-        self.future: Future[Any] | None = None
-
-
 class _Slices:
-    """The slices of a List's items, given in order (`add`), parsed in that order into `items`
-    (each item through `each`, then `progress` told the slice's length). Once THREAD_FROM_SLICES
-    slices are added, with more than one CPU, one worker thread parses (yaml-rs) the slice after
-    the one this thread is finishing; until then slices wait here, so a List of fewer slices is
-    parsed here alone. `close` stops the worker."""
+    """The slices of a List's items, given in order (`add`) and parsed as they come into `items`
+    (each item through `each`, then `progress` told the slice's length). _NotSliced when one
+    fails at its very end or is not a sequence."""
 
     def __init__(self, line: int, progress: Progress | None, each: Each | None, items: list[Any]):
         self.line, self.progress, self.each, self.items = line, progress, each, items
-        self.waiting: deque[_Slice] = deque()
-        self.count = 0
-        self.threads = _cpus() > 1
-        self.pool: ThreadPoolExecutor | None = None
 
     def add(self, text: str) -> None:
-        """Take the next slice, finishing the ones before it that need not wait. _NotSliced when
-        one of those fails at its very end."""
-        s = _Slice(text, self.line)
+        line = self.line
         self.line += text.count("\n")
-        self.count += 1
-        self.waiting.append(s)
-        if self.pool is None and self.threads and self.count >= THREAD_FROM_SLICES:
-            from concurrent.futures import ThreadPoolExecutor
-            self.pool = ThreadPoolExecutor(1, thread_name_prefix="caldera-yaml")
-        keep = 1 if self.pool is not None else THREAD_FROM_SLICES - 1 if self.threads else 0
-        while len(self.waiting) > keep:
-            self._finish_first()
-
-    def flush(self) -> None:
-        """Finish every slice added (in order)."""
-        while self.waiting:
-            self._finish_first()
-
-    def close(self) -> None:
-        """Drop what is left and stop the worker: cancel what it has not started, wait for what
-        it has (a yaml-rs parse of one slice cannot be interrupted)."""
-        self.waiting.clear()
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
-
-    def _finish_first(self) -> None:
-        s = self.waiting.popleft()
-        if self.pool is not None and self.waiting:      # the worker parses the next one meanwhile
-            nxt = self.waiting[0]
-            if nxt.fast and nxt.future is None:
-                nxt.future = self.pool.submit(_yaml_rs, nxt.text)
-        self._finish(s)
-
-    def _finish(self, s: _Slice) -> None:
-        got = s.future.result() if s.future is not None else _yaml_rs(s.text) if s.fast else _REJECTED
+        fast, bounded = _scan(text)
         try:
-            obj, tree = _settle(s.text, s.line, got, s.bounded)
+            obj, tree = _settle(text, line, _yaml_rs(text) if fast else _REJECTED, bounded)
         except _Malformed as e:
             if e.at_end:
                 raise _NotSliced from None
@@ -444,7 +374,7 @@ class _Slices:
         each = self.each
         self.items.extend(obj if each is None else [each(it, tree) for it in obj])
         if self.progress:
-            self.progress(len(s.text))
+            self.progress(len(text))
 
 
 def _list_items(text: str, line0: int, progress: Progress | None, each: Each | None,
@@ -463,11 +393,7 @@ def _list_items(text: str, line0: int, progress: Progress | None, each: Each | N
 
     def read_more() -> None:
         nonlocal buf, pos, eof
-        try:
-            block = more()
-        except Exception:
-            slices.flush()      # what was cut before this read is parsed before its error is seen
-            raise
+        block = more()
         eof = not block
         if block:
             buf, pos = buf[pos - 1:] + block, 1
@@ -487,7 +413,6 @@ def _list_items(text: str, line0: int, progress: Progress | None, each: Each | N
                     read_more()
                     continue
             if any(buf.find(marker, pos - 1, cut) >= 0 for marker in ("\n---", "\n...", "\n%")):
-                slices.flush()
                 return None
             start = pos
             for m in _ITEM_START.finditer(buf, pos, cut):
@@ -500,11 +425,8 @@ def _list_items(text: str, line0: int, progress: Progress | None, each: Each | N
             pos = cut
             if stop is not None or eof:
                 break
-        slices.flush()
     except _NotSliced:
         return None
-    finally:
-        slices.close()
     buf = buf[pos:]
     while block := more():
         buf += block
