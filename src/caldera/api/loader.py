@@ -4,6 +4,7 @@ the problem.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
@@ -62,12 +63,23 @@ class Cluster:
     dra: DraObjects = field(default_factory=DraObjects)
     warnings: list[str] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)    # objects read and not used, in input order
-    # (kind, ns/name) -> (file, position in the input) of Pods, PDBs and Volcano objects
+    # (kind, ns/name) -> (file, position in the input) of PDBs, Volcano objects and the like
     where: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     documents: int = 0                                      # objects read (0: the input was empty)
+    # the Pods' positions by ns/name, and the files as (first position, file) in input order: a
+    # pod's file is that of the last start at or before its position (an input may hold 150,000
+    # pods; an entry of `where` each cost three times this)
+    pod_seq: dict[str, int] = field(default_factory=dict)
+    pod_files: list[tuple[int, str]] = field(default_factory=list)
 
     def where_of(self, kind: str, key: str) -> tuple[str, int]:
         """(file, position) of an object read from the input; ("<input>", after all) if unknown."""
+        if kind == "Pod":
+            seq = self.pod_seq.get(key)
+            if seq is not None:
+                k = bisect_right(self.pod_files, seq, key=lambda f: f[0]) - 1
+                if k >= 0:
+                    return self.pod_files[k][1], seq
         return self.where.get((kind, key), ("<input>", 1 << 62))
 
 
@@ -93,7 +105,7 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
     server by caldera.live.fromcluster) followed by those of the manifests at `paths`."""
     c = Cluster()
     seen_nodes: set[str] = set()
-    seen_pods: set[str] = set()
+    seen_pods = c.pod_seq
     seen_pdbs: set[str] = set()
     seen_quotas: set[str] = set()
     seen_workloads: set[tuple[str, str]] = set()
@@ -118,9 +130,10 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
                 check_workload_ref(p.spec)         # spec.workloadRef (api/workload.py)
                 if p.key in seen_pods:
                     raise InputError(already_exists("pods", p.name))
-                seen_pods.add(p.key)
+                seen_pods[p.key] = p.seq
                 c.pods.append(p)
-                c.where[("Pod", p.key)] = (source, seq)
+                if not c.pod_files or c.pod_files[-1][1] != source:
+                    c.pod_files.append((seq, source))
             elif kind == "PriorityClass":
                 pc = PriorityClass(doc)
                 check_priority_class(pc, api, c.priority_classes)

@@ -24,7 +24,7 @@ import os
 from collections.abc import Hashable, Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .podresources import (  # noqa: F401
@@ -138,6 +138,22 @@ def _list(d: dict[str, Any], key: str, where: str) -> list[Any]:
 
 def _str_map(d: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in _map(d, key, where).items()}
+
+
+# One empty mapping for every pod without labels, annotations or a node selector (see Pod).
+_NONE: dict[str, str] = {}
+
+
+def _str_view(d: dict[str, Any], key: str, where: str) -> dict[str, str]:
+    """`_str_map` without the copy: the manifest's own mapping when its keys and values are all
+    strings (as a parser reads nearly every one), `_NONE` when it is absent or empty."""
+    m = _map(d, key, where)
+    if not m:
+        return _NONE
+    for k, v in m.items():
+        if type(k) is not str or type(v) is not str:
+            return {str(k): "" if v is None else str(v) for k, v in m.items()}
+    return m
 
 
 def read_meta(raw: dict[str, Any], kind: str) -> tuple[dict[str, Any], str]:
@@ -413,6 +429,34 @@ def _has_host_ports(containers: list[Any], inits: list[Any], validate: bool) -> 
 # distinct shape of its resource fields (`_resources_shape`): a big input repeats a few shapes.
 _RESOURCES_BY_SHAPE: dict[tuple[Any, ...], tuple[dict[str, int], int, int]] = {}
 _SHAPES_MAX = 4096
+_IMAGES: dict[tuple[str, ...], tuple[str, ...]] = {}     # pods' image lists, each kept once
+
+
+def _one_images(images: tuple[str, ...]) -> tuple[str, ...]:
+    got = _IMAGES.get(images)
+    if got is None:
+        if len(_IMAGES) >= _SHAPES_MAX:
+            _IMAGES.clear()
+        got = _IMAGES[images] = images
+    return got
+
+
+# Pods' tolerations by the repr of spec.tolerations (a cluster's pods have a few lists: the two
+# every pod gets from DefaultTolerationSeconds, plus a workload's own), parsed once each.
+_TOLERATIONS: dict[str, tuple[Toleration, ...]] = {}
+
+
+def _pod_tolerations(items: list[Any]) -> tuple[Toleration, ...]:
+    if not items:
+        return ()
+    text = repr(items)
+    got = _TOLERATIONS.get(text)
+    if got is None:
+        got = parse_tolerations(items, "spec.tolerations")
+        if len(_TOLERATIONS) >= _SHAPES_MAX:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[text] = got
+    return got
 
 
 def _quantities_shape(res: object) -> tuple[Any, ...] | None:
@@ -459,7 +503,17 @@ def _resources_shape(containers: list[Any], inits: list[Any], spec: dict[str, An
 
 
 class Pod:
-    """A pod as the scheduler sees it. `key` is "namespace/name"."""
+    """A pod as the scheduler sees it. `key` is "namespace/name".
+
+    `labels`, `annotations`, `node_selector` and `requests` are shared, not copied, so that a
+    cluster of many pods costs memory for what differs between them: the maps are the manifest's
+    own (or one empty mapping), the requests are those of every pod with the same resources
+    (`_RESOURCES_BY_SHAPE`), and a big input's pods share equal sub-trees of their manifests
+    (reader._shared_pod). Read them; never modify them, nor anything below a pod's `raw`
+    metadata, spec or status: assign a new mapping instead. `cache` (derived data plugins keep
+    on the pod) is made on first use, and `uid`, when the manifest has none, is made on first use
+    from namespace and name.
+    """
 
     __slots__ = (
         "__weakref__",
@@ -505,9 +559,11 @@ class Pod:
         meta, self.name = read_meta(raw, "Pod")
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
-        self.uid = str(meta.get("uid") or f"{self.namespace}-{self.name}")
-        self.labels = _str_map(meta, "labels", "metadata")
-        self.annotations = _str_map(meta, "annotations", "metadata")
+        uid = meta.get("uid")
+        if uid:
+            self.uid = str(uid)      # else made when first read (__getattr__)
+        self.labels = _str_view(meta, "labels", "metadata")
+        self.annotations = _str_view(meta, "annotations", "metadata")
         # the API server's errors, listed together as kube does (raised once the spec is read)
         errs = object_meta_errors(self.name, self.namespace, self.labels, self.annotations) if validate else []
         self.creation = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
@@ -540,18 +596,19 @@ class Pod:
         shape = _resources_shape(containers, inits, spec, validate)
         known = _RESOURCES_BY_SHAPE.get(shape) if shape is not None else None
         if known is not None:       # the same resources as a pod before: the same requests, no errors
-            self.requests = dict(known[0])
+            self.requests = known[0]        # (shared: see the class docstring)
             self.nonzero_cpu, self.nonzero_mem = known[1], known[2]
-            self.images = tuple(str(c["image"]) for lst in (containers, inits) for c in lst if c.get("image"))
+            self.images = _one_images(tuple(str(c["image"]) for lst in (containers, inits) for c in lst
+                                            if c.get("image")))
         else:
             n_errs = len(errs)
             self._read_resources(spec, containers, inits, validate, errs)
             if shape is not None and len(errs) == n_errs:
                 if len(_RESOURCES_BY_SHAPE) >= _SHAPES_MAX:
                     _RESOURCES_BY_SHAPE.clear()
-                _RESOURCES_BY_SHAPE[shape] = (dict(self.requests), self.nonzero_cpu, self.nonzero_mem)
-        self.tolerations = parse_tolerations(_list(spec, "tolerations", where), "spec.tolerations")
-        self.node_selector = _str_map(spec, "nodeSelector", where)
+                _RESOURCES_BY_SHAPE[shape] = (self.requests, self.nonzero_cpu, self.nonzero_mem)
+        self.tolerations = _pod_tolerations(_list(spec, "tolerations", where))
+        self.node_selector = _str_view(spec, "nodeSelector", where)
         gate_errs: list[str] = []
         gates = _list(spec, "schedulingGates", where)
         self.scheduling_gates = _scheduling_gates(gates, gate_errs if validate else None)
@@ -567,7 +624,23 @@ class Pod:
             errs.append(field_not_supported("spec.preemptionPolicy", str(self.preemption_policy), PREEMPTION_POLICIES))
         if errs:
             raise InputError(aggregate(errs))      # in ValidatePodCreate's order
-        self.cache: dict[Hashable, Any] = {}
+
+    if TYPE_CHECKING:
+        cache: dict[Hashable, Any]
+        uid: str
+    else:
+        def __getattr__(self, name: str) -> Any:
+            """`cache` and a `uid` the manifest does not give, made when first read (a big
+            input's pods are mostly only counted on their nodes and never need either); once
+            set, they are plain slots. (Hidden from type checkers, which would otherwise let
+            any attribute of a Pod pass.)"""
+            if name == "cache":
+                self.cache = {}
+                return self.cache
+            if name == "uid":
+                self.uid = f"{self.namespace}-{self.name}"
+                return self.uid
+            raise AttributeError(f"'Pod' object has no attribute {name!r}")
 
     def _read_resources(self, spec: dict[str, Any], containers: list[Any], inits: list[Any], validate: bool,
                         errs: list[str]) -> None:
@@ -613,7 +686,7 @@ class Pod:
         nz = pod_requests(creqs, ireqs, overhead, nonmissing=True, pod_level=pod_level)
         self.nonzero_cpu = nz.get("cpu", 0)
         self.nonzero_mem = nz.get("memory", 0)
-        self.images = tuple(images)
+        self.images = _one_images(tuple(images))
 
     @property
     def affinity(self) -> dict[str, Any]:

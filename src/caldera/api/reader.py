@@ -71,6 +71,7 @@ def _load(source: str, read: Callable[[], str], path: str | None, slimmed: dict[
     kubectl List a block at a time. Each List item read in slices is slimmed as it is read (the
     pods slimmed so go in `slimmed` by id, so that `_flatten` does not slim them again)."""
     shared: dict[str, str] = {}
+    trees: dict[int, Any] = {}      # `_shared_pod`'s sub-trees by the hash of their repr, while this source is read
 
     share = [False]
 
@@ -80,7 +81,7 @@ def _load(source: str, read: Callable[[], str], path: str | None, slimmed: dict[
         if obj.get("kind") == "Pod":
             _slim_pod(obj)
             if tree and share[0]:
-                obj = _shared(obj, shared)
+                obj = _shared_pod(obj, shared, trees)
             slimmed[id(obj)] = obj      # (kept: an id is not reused while its object lives)
             return obj
         return _shared(obj, shared) if tree and share[0] else obj
@@ -123,6 +124,57 @@ def _shared(obj: Any, shared: dict[str, str]) -> Any:
         return [_shared(v, shared) if type(v) is dict or type(v) is list else
                 shared.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
     return obj
+
+
+# A pod's own mappings, never shared: code that builds on a read pod may set a field in them (a
+# trace sets a pod's spec.schedulerName, a copy of its metadata gets a creationTimestamp). Its
+# status is read only (nothing in Caldera writes a read pod's status), so an equal one is shared.
+_POD_OWN = frozenset(("metadata", "spec"))
+
+
+def _shared_pod(doc: dict[str, Any], strings: dict[str, str], trees: dict[int, Any]) -> dict[str, Any]:
+    """`_shared` of a Pod, and more: below its own mappings (the pod, its metadata and spec),
+    equal sub-trees are made one object (`_tree`), shared by every pod that has them. Thousands
+    of pods of a workload have the same labels, containers, tolerations, affinity, owner and
+    often status: in a dump of small pods those were half of what a pod cost. Nothing in Caldera
+    writes into a read pod's sub-trees (tests/api/test_dump_memory.py holds it to that); code that
+    wants to change one builds a new mapping, as it must for any object it did not make."""
+    out = {}
+    for k, v in doc.items():
+        if type(k) is str:
+            k = strings.setdefault(k, k)
+        if type(v) is dict and k in _POD_OWN:
+            v = {(strings.setdefault(ik, ik) if type(ik) is str else ik):
+                 (_tree(iv, strings, trees) if type(iv) is dict or type(iv) is list else
+                  strings.setdefault(iv, iv) if type(iv) is str and len(iv) <= 64 else iv) for ik, iv in v.items()}
+        elif type(v) is dict or type(v) is list:
+            v = _tree(v, strings, trees)
+        elif type(v) is str and len(v) <= 64:
+            v = strings.setdefault(v, v)
+        out[k] = v
+    return out
+
+
+def _tree(obj: Any, strings: dict[str, str], trees: dict[int, Any]) -> Any:
+    """The one object of `obj`'s content (a dict or list of a tree: no cycles, no aliases), found
+    by the hash of its repr (made in C; equal reprs are equal content of the same types: True is
+    not 1, 1.0 is not 1, a list is not a dict), then checked with ==, so that contents whose
+    hashes collide are not shared (unless also equal but of other types, True for 1: a 64-bit
+    collision between two such reprs). The hash, not the repr, is kept: the reprs of a dump's
+    once-only sub-trees were some 20 MiB at the end of a 77 MB load. A content seen for the
+    first time is copied as `_shared` copies, with its own sub-trees made one the same way."""
+    h = hash(repr(obj))
+    got = trees.get(h)
+    if got is None or got != obj:
+        if type(obj) is dict:
+            got = {(strings.setdefault(k, k) if type(k) is str else k):
+                   (_tree(v, strings, trees) if type(v) is dict or type(v) is list else
+                    strings.setdefault(v, v) if type(v) is str and len(v) <= 64 else v) for k, v in obj.items()}
+        else:
+            got = [_tree(v, strings, trees) if type(v) is dict or type(v) is list else
+                   strings.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
+        trees[h] = got
+    return got
 
 
 def _has_cooldown(meta: dict[str, Any]) -> bool:

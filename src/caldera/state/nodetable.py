@@ -44,6 +44,7 @@ NODE_LOG_MAX = 4096      # node journal entries kept; readers further behind reb
 # long run keeps of pods already gone; readers further behind rebuild from `pods`
 JOURNAL_MAX = 4096
 REBUILD_ROWS = 64        # more changed rows than this (and than N/16): derived values are rebuilt
+VECTORS_MAX = 4096       # distinct pod request vectors kept (a cluster has a few shapes; beyond, start over)
 
 T = TypeVar("T")
 PodVector = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]
@@ -98,6 +99,8 @@ class NodeTable:
         self.pod_log: list[tuple[Pod, int, int]] = []
         self._shared: dict[str, Any] = {}
         self.pod_log_base = 0
+        # pod_vector's (column count, requests items) -> (columns, values)
+        self._vectors: dict[tuple[int, tuple[tuple[str, int], ...]], PodVector] = {}
         # GPUs as devices (devices.py): per node the free milli-GPU of each GPU, kept with the pods
         self.gpu = Devices()
         nodes = list(nodes)
@@ -254,18 +257,25 @@ class NodeTable:
 
     # ---- pods --------------------------------------------------------------
     def pod_vector(self, pod: Pod) -> PodVector:
-        """(column indices, values) of the pod's non-zero requests, including pods=1."""
-        key = ("vec", len(self.res_names))
-        v: PodVector | None = pod.cache.get(key)
+        """(column indices, values) of the pod's non-zero requests, including pods=1. One pair per
+        distinct requests in the table (`_vectors`), not one per pod: a cluster's pods have a few
+        shapes, and two small arrays a pod were most of what a big dump's bound pods cost here.
+        Callers must not modify the arrays."""
+        req = pod.requests
+        key = (len(self.res_names), tuple(req.items()))
+        v = self._vectors.get(key)
         if v is None:
-            self._ensure_columns(pod.requests)
-            items = [(self.res_index[r], q) for r, q in pod.requests.items() if q != 0 and r != "pods"]
+            self._ensure_columns(req)
+            items = [(self.res_index[r], q) for r, q in req.items() if q != 0 and r != "pods"]
             items.append((PODS, 1))
             items.sort()
             cols = np.array([c for c, _ in items], dtype=np.intp)
             vals = np.array([q for _, q in items], dtype=np.int64)
+            cols.flags.writeable = vals.flags.writeable = False     # shared by every pod of these requests
             v = (cols, vals)
-            pod.cache[("vec", len(self.res_names))] = v
+            if len(self._vectors) >= VECTORS_MAX:
+                self._vectors.clear()
+            self._vectors[(len(self.res_names), key[1])] = v
         return v
 
     def add_pod(self, pod: Pod, i: int, *, fresh: bool = False) -> None:
