@@ -185,8 +185,10 @@ def test_pods_of_a_big_list_share_equal_subtrees(tmp_path, sharing):
                       ("spec", "tolerations"), ("spec", "nodeSelector")):
         assert p.raw[part][key] is q.raw[part][key], key
     assert p.raw["status"] is q.raw["status"]
-    # each pod's own mappings stay its own, even where equal
-    assert p.raw is not q.raw and p.raw["metadata"] is not q.raw["metadata"] and p.raw["spec"] is not q.raw["spec"]
+    # equal specs are one (nothing writes a read pod's spec: a trace naming a scheduler gives the
+    # pod a new one); each pod's top mapping and metadata (its name) stay its own
+    assert p.raw["spec"] is q.raw["spec"]
+    assert p.raw is not q.raw and p.raw["metadata"] is not q.raw["metadata"]
     assert p.labels is q.labels is p.raw["metadata"]["labels"]
     assert p.node_selector is q.node_selector and p.annotations is q.annotations
     assert p.requests is q.requests and p.tolerations is q.tolerations and p.images is q.images
@@ -233,7 +235,7 @@ def recorded(sharing, monkeypatch):
         out = real(doc, strings, trees)
         parts = [(f"{k}.{f}", v) for k in ("metadata", "spec") for f, v in (out.get(k) or {}).items()
                  if isinstance(v, (dict, list))]
-        parts.append(("status", out.get("status")))
+        parts += [("spec", out.get("spec")), ("status", out.get("status"))]
         name = (out.get("metadata") or {}).get("name")
         seen.extend((f"{name} {where}", v, repr(v)) for where, v in parts)
         return out
@@ -336,3 +338,15 @@ def test_simulations_leave_shared_parts_as_read(tmp_path, recorded):
     unchanged(recorded)
     assert np.unique([id(v) for what, v, _ in recorded if what.endswith("spec.containers")]).size < len(
         [1 for what, _, _ in recorded if what.endswith("spec.containers")])
+
+
+def test_a_trace_naming_the_scheduler_of_its_pods_leaves_their_shared_spec_as_read(tmp_path, recorded):
+    """`simulate --default-scheduler`: a workload's pods that name no scheduler get one, in a new
+    spec (sim/traces/manifests.py), not in the spec they share with the pods of the same shape."""
+    from caldera.sim.traces import read_workload
+    work = write_list(tmp_path / "work.yaml", [pod_dict(f"w{i}", "t", cpu="1") for i in range(6)])
+    wl = read_workload([work], default_scheduler="volcano")
+    assert [sp.pod.scheduler_name for sp in wl.pods] == ["volcano"] * 6
+    specs = [v for what, v, _ in recorded if what.endswith(" spec")]
+    assert len(specs) == 6 and all(v is specs[0] for v in specs)      # (shared when read)
+    unchanged(recorded)

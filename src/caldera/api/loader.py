@@ -66,16 +66,18 @@ class Cluster:
     # (kind, ns/name) -> (file, position in the input) of PDBs, Volcano objects and the like
     where: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     documents: int = 0                                      # objects read (0: the input was empty)
-    # the Pods' positions by ns/name, and the files as (first position, file) in input order: a
-    # pod's file is that of the last start at or before its position (an input may hold 150,000
-    # pods; an entry of `where` each cost three times this)
-    pod_seq: dict[str, int] = field(default_factory=dict)
+    # the files as (first position, file) in input order: a pod's file is that of the last start
+    # at or before its position (Pod.seq). Pods are not in `where`: an input may hold 150,000, and
+    # where_of is asked about the few that are ignored (the index is made then).
     pod_files: list[tuple[int, str]] = field(default_factory=list)
+    _pod_seq: tuple[int, dict[str, int]] = (-1, {})
 
     def where_of(self, kind: str, key: str) -> tuple[str, int]:
         """(file, position) of an object read from the input; ("<input>", after all) if unknown."""
         if kind == "Pod":
-            seq = self.pod_seq.get(key)
+            if self._pod_seq[0] != len(self.pods):
+                self._pod_seq = (len(self.pods), {p.key: p.seq for p in self.pods})
+            seq = self._pod_seq[1].get(key)
             if seq is not None:
                 k = bisect_right(self.pod_files, seq, key=lambda f: f[0]) - 1
                 if k >= 0:
@@ -105,7 +107,7 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
     server by caldera.live.fromcluster) followed by those of the manifests at `paths`."""
     c = Cluster()
     seen_nodes: set[str] = set()
-    seen_pods = c.pod_seq
+    seen_pods: set[str] = set()
     seen_pdbs: set[str] = set()
     seen_quotas: set[str] = set()
     seen_workloads: set[tuple[str, str]] = set()
@@ -130,7 +132,7 @@ def load_cluster(paths: list[str], before: Iterable[tuple[str, int, dict[str, An
                 check_workload_ref(p.spec)         # spec.workloadRef (api/workload.py)
                 if p.key in seen_pods:
                     raise InputError(already_exists("pods", p.name))
-                seen_pods[p.key] = p.seq
+                seen_pods.add(p.key)
                 c.pods.append(p)
                 if not c.pod_files or c.pod_files[-1][1] != source:
                     c.pod_files.append((seq, source))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -63,13 +63,32 @@ def reading_progress(callback: ReadProgress | None) -> Iterator[None]:
 
 
 def _load_text(text: str, source: str) -> list[Any]:
-    return _load(source, lambda: text, None, {})
+    return _load(source, lambda: text, None, _Slimmed())
 
 
-def _load(source: str, read: Callable[[], str], path: str | None, slimmed: dict[int, Any]) -> list[Any]:
+class _Slimmed:
+    """What `_load`'s `each` returned: how many items, and the last. A List whose items are
+    exactly those (a List read in slices: every item went through `each`) is not slimmed again
+    by `_flatten`; any other is (slimming is idempotent). A count, not the items' ids: a dump's
+    150,000 ids cost ~10 MiB while it is read."""
+    __slots__ = ("count", "last")
+
+    def __init__(self) -> None:
+        self.count, self.last = 0, None
+
+    def add(self, obj: Any) -> Any:
+        self.count += 1
+        self.last = obj
+        return obj
+
+    def covers(self, items: list[Any]) -> bool:
+        return bool(items) and self.count == len(items) and items[-1] is self.last
+
+
+def _load(source: str, read: Callable[[], str], path: str | None, slimmed: _Slimmed) -> list[Any]:
     """The documents of one source; a file is given to `parse.load_file`, which reads a big
-    kubectl List a block at a time. Each List item read in slices is slimmed as it is read (the
-    pods slimmed so go in `slimmed` by id, so that `_flatten` does not slim them again)."""
+    kubectl List a block at a time. Each List item read in slices is slimmed as it is read (and
+    counted in `slimmed`, so that `_flatten` does not slim them again)."""
     shared: dict[str, str] = {}
     trees: dict[int, Any] = {}      # `_shared_pod`'s sub-trees by the hash of their repr, while this source is read
 
@@ -77,14 +96,11 @@ def _load(source: str, read: Callable[[], str], path: str | None, slimmed: dict[
 
     def slim(obj: Any, tree: bool) -> Any:
         if not isinstance(obj, dict):
-            return obj
+            return slimmed.add(obj)
         if obj.get("kind") == "Pod":
             _slim_pod(obj)
-            if tree and share[0]:
-                obj = _shared_pod(obj, shared, trees)
-            slimmed[id(obj)] = obj      # (kept: an id is not reused while its object lives)
-            return obj
-        return _shared(obj, shared) if tree and share[0] else obj
+            return slimmed.add(_shared_pod(obj, shared, trees) if tree and share[0] else obj)
+        return slimmed.add(_shared(obj, shared) if tree and share[0] else obj)
 
     report = _progress.get()
     advance = None
@@ -126,14 +142,18 @@ def _shared(obj: Any, shared: dict[str, str]) -> Any:
     return obj
 
 
-# A pod's own mappings, never shared: code that builds on a read pod may set a field in them (a
-# trace sets a pod's spec.schedulerName, a copy of its metadata gets a creationTimestamp). Its
-# status is read only (nothing in Caldera writes a read pod's status), so an equal one is shared.
-_POD_OWN = frozenset(("metadata", "spec"))
+# A pod's own mapping below its top one, never shared: its metadata holds its name (a copy of it
+# gets a creationTimestamp). Its spec and status are read only (nothing in Caldera writes a read
+# pod's spec or status: a trace that names a scheduler for a pod gives it a new spec), so equal
+# ones are shared: a dump's bound pods of one workload on one node have the same spec.
+_POD_OWN = frozenset(("metadata",))
+# metadata fields whose values no two pods share: not kept in the strings table (150,000 names
+# in it were ~10 MiB of a dump's peak)
+_UNIQUE = frozenset(("name", "uid"))
 
 
 def _shared_pod(doc: dict[str, Any], strings: dict[str, str], trees: dict[int, Any]) -> dict[str, Any]:
-    """`_shared` of a Pod, and more: below its own mappings (the pod, its metadata and spec),
+    """`_shared` of a Pod, and more: below its own mappings (the pod and its metadata),
     equal sub-trees are made one object (`_tree`), shared by every pod that has them. Thousands
     of pods of a workload have the same labels, containers, tolerations, affinity, owner and
     often status: in a dump of small pods those were half of what a pod cost. Nothing in Caldera
@@ -146,7 +166,8 @@ def _shared_pod(doc: dict[str, Any], strings: dict[str, str], trees: dict[int, A
         if type(v) is dict and k in _POD_OWN:
             v = {(strings.setdefault(ik, ik) if type(ik) is str else ik):
                  (_tree(iv, strings, trees) if type(iv) is dict or type(iv) is list else
-                  strings.setdefault(iv, iv) if type(iv) is str and len(iv) <= 64 else iv) for ik, iv in v.items()}
+                  strings.setdefault(iv, iv) if type(iv) is str and len(iv) <= 64 and ik not in _UNIQUE else iv)
+                 for ik, iv in v.items()}
         elif type(v) is dict or type(v) is list:
             v = _tree(v, strings, trees)
         elif type(v) is str and len(v) <= 64:
@@ -216,9 +237,8 @@ def _slim_pod(doc: dict[str, Any]) -> None:
                             del c[k]
 
 
-def _flatten(docs: Iterable[object], source: str, slimmed: Mapping[int, Any] | None = None
+def _flatten(docs: Iterable[object], source: str, slimmed: _Slimmed | None = None
              ) -> list[tuple[int, dict[str, Any]]]:
-    slimmed = slimmed or {}
     out = []
     for i, d in enumerate(docs):
         if d is None:
@@ -226,10 +246,12 @@ def _flatten(docs: Iterable[object], source: str, slimmed: Mapping[int, Any] | N
         if not isinstance(d, dict):
             raise InputError(f"document {i}: expected a Kubernetes object (a mapping), got {type(d).__name__}", source)
         if d.get("kind") == "List" or (str(d.get("kind", "")).endswith("List") and isinstance(d.get("items"), list)):
-            for j, item in enumerate(d.get("items") or []):
+            items = d.get("items") or []
+            done = slimmed is not None and isinstance(items, list) and slimmed.covers(items)
+            for j, item in enumerate(items):
                 if not isinstance(item, dict):
                     raise InputError(f"document {i} item {j}: expected a mapping", source)
-                if item.get("kind") == "Pod" and id(item) not in slimmed:
+                if item.get("kind") == "Pod" and not done:
                     _slim_pod(item)
                 out.append((i, item))
         else:
@@ -260,7 +282,7 @@ def _sources(paths: list[str]) -> list[tuple[str, Callable[[], str], str | None]
 def read_documents(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     docs = []
     for source, read, path in _sources(paths):
-        slimmed: dict[int, Any] = {}
+        slimmed = _Slimmed()
         for i, d in _flatten(_load(source, read, path, slimmed), source, slimmed):
             docs.append((source, i, d))
     return docs

@@ -174,7 +174,8 @@ def _add_pod(b: WorkloadBuilder, where: str, doc: dict[str, Any]) -> None:
     if spec.get("resourceClaims"):
         pod_claim_refs(doc, "")        # spec.resourceClaims, checked as `caldera schedule` checks them
     if spec is doc.get("spec") and not spec.get("schedulerName") and b.scheduler != DEFAULT_SCHEDULER:
-        spec["schedulerName"] = b.scheduler     # default_scheduler: for pods that name none
+        # default_scheduler: for pods that name none (a new spec: a read pod's may be shared, api/reader.py)
+        spec = doc["spec"] = {**spec, "schedulerName": b.scheduler}
     ann = _annotations(doc)
     arrival = annotation_seconds(ann, ARRIVAL_ANNOTATION)
     b.add_pod(doc, arrival or 0.0, annotation_seconds(ann, DURATION_ANNOTATION), _grace(spec), validate=True)
