@@ -257,44 +257,34 @@ def _one_document(piece: str, line0: int) -> Any:
 # depth at which its recursion crashes the process (some 8,000 levels on an 8 MB stack).
 _DEEP_LINE = re.compile(r"\n[- ]{256}")
 _DEEP_AT_0 = re.compile(r"[- ]{256}")
-_REJECTED = object()    # what yaml-rs refused: PyYAML decides, and words the error
 
 
-def _scan(piece: str) -> tuple[bool, bool]:
-    """(whether yaml-rs may read `piece`: it would read it as PyYAML does and cannot crash on its
-    depth; whether the shape of `piece` bounds its depth below MAX_DEPTH)."""
-    empty_flow = _only_empty_flow(piece)
-    bounded = _yaml_depth_bounded(piece, empty_flow)
+def _yaml_rs_may_read(piece: str, empty_flow: bool, bounded: bool) -> bool:
+    """Whether yaml-rs may read `piece`: it would read it as PyYAML does and cannot crash on its
+    depth."""
     deep = not bounded and (_DEEP_LINE.search(piece) is not None or _DEEP_AT_0.match(piece) is not None)
-    return not deep and not _risky_body(piece, empty_flow), bounded
-
-
-def _yaml_rs(piece: str) -> Any:
-    """yaml-rs's document of `piece`, or _REJECTED. Holds the GIL only for part of its work: the
-    List pipeline runs it on its worker thread."""
-    import yaml_rs
-    try:
-        return yaml_rs.loads(piece, parse_datetime=False, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.LastWins)
-    except (yaml_rs.YAMLDecodeError, RecursionError, OverflowError, ValueError):
-        return _REJECTED
+    return not deep and not _risky_body(piece, empty_flow)
 
 
 def _parse_piece(piece: str, line0: int) -> tuple[Any, bool]:
     """(the document of `piece`, whether yaml-rs read it: then it is a tree, no alias shares a
     part of it)."""
-    fast, bounded = _scan(piece)
-    return _settle(piece, line0, _yaml_rs(piece) if fast else _REJECTED, bounded)
-
-
-def _settle(piece: str, line0: int, got: Any, bounded: bool) -> tuple[Any, bool]:
-    """`_parse_piece` from what yaml-rs made of `piece` (_REJECTED: PyYAML parses it here)."""
-    tree = got is not _REJECTED
-    if not tree:
+    empty_flow = _only_empty_flow(piece)
+    bounded = _yaml_depth_bounded(piece, empty_flow)
+    obj: Any = None
+    fast = _yaml_rs_may_read(piece, empty_flow, bounded)
+    if fast:
+        import yaml_rs
+        try:
+            obj = yaml_rs.loads(piece, parse_datetime=False, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.LastWins)
+        except (yaml_rs.YAMLDecodeError, RecursionError, OverflowError, ValueError):
+            fast = False    # PyYAML decides, and words the error
+    if not fast:
         docs = _pyyaml(piece, line0)
-        got = docs[0] if docs else None
+        obj = docs[0] if docs else None
     if not bounded:
-        check_depth(got)
-    return got, tree
+        check_depth(obj)
+    return obj, fast
 
 
 # `---` alone on its line (a comment may follow) starts a document; any other marker, a
@@ -362,9 +352,8 @@ class _Slices:
     def add(self, text: str) -> None:
         line = self.line
         self.line += text.count("\n")
-        fast, bounded = _scan(text)
         try:
-            obj, tree = _settle(text, line, _yaml_rs(text) if fast else _REJECTED, bounded)
+            obj, tree = _parse_piece(text, line)
         except _Malformed as e:
             if e.at_end:
                 raise _NotSliced from None
