@@ -128,17 +128,26 @@ def _load(source: str, read: Callable[[], str], path: str | None, slimmed: _Slim
     return docs
 
 
+def _copy(obj: dict[Any, Any] | list[Any], strings: dict[str, str], nested: Callable[[Any], Any],
+          unique: frozenset[str] = frozenset()) -> Any:
+    """A copy of the dict or list `obj` in which its str keys and short str values (but those of
+    the keys in `unique`) are the equal ones of `strings`, and its dict and list values are what
+    `nested` makes of them."""
+    if type(obj) is dict:
+        return {(strings.setdefault(k, k) if type(k) is str else k):
+                (nested(v) if type(v) is dict or type(v) is list else
+                 strings.setdefault(v, v) if type(v) is str and len(v) <= 64 and k not in unique else v)
+                for k, v in obj.items()}
+    return [nested(v) if type(v) is dict or type(v) is list else
+            strings.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
+
+
 def _shared(obj: Any, shared: dict[str, str]) -> Any:
     """A copy of `obj` in which equal keys and equal short string values are one string. A YAML
     parser makes a new string for each, and a cluster dump repeats the same few hundred (keys,
     phases, operators, timestamps, node names, images): most of a pod's strings."""
-    if type(obj) is dict:
-        return {(shared.setdefault(k, k) if type(k) is str else k):
-                (_shared(v, shared) if type(v) is dict or type(v) is list else
-                 shared.setdefault(v, v) if type(v) is str and len(v) <= 64 else v) for k, v in obj.items()}
-    if type(obj) is list:
-        return [_shared(v, shared) if type(v) is dict or type(v) is list else
-                shared.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
+    if type(obj) is dict or type(obj) is list:
+        return _copy(obj, shared, lambda v: _shared(v, shared))
     return obj
 
 
@@ -159,17 +168,16 @@ def _shared_pod(doc: dict[str, Any], strings: dict[str, str], trees: dict[int, A
     often status: in a dump of small pods those were half of what a pod cost. Nothing in Caldera
     writes into a read pod's sub-trees (tests/api/test_dump_memory.py holds it to that); code that
     wants to change one builds a new mapping, as it must for any object it did not make."""
+    def tree(v: Any) -> Any:
+        return _tree(v, strings, trees)
     out = {}
     for k, v in doc.items():
         if type(k) is str:
             k = strings.setdefault(k, k)
         if type(v) is dict and k in _POD_OWN:
-            v = {(strings.setdefault(ik, ik) if type(ik) is str else ik):
-                 (_tree(iv, strings, trees) if type(iv) is dict or type(iv) is list else
-                  strings.setdefault(iv, iv) if type(iv) is str and len(iv) <= 64 and ik not in _UNIQUE else iv)
-                 for ik, iv in v.items()}
+            v = _copy(v, strings, tree, _UNIQUE)
         elif type(v) is dict or type(v) is list:
-            v = _tree(v, strings, trees)
+            v = tree(v)
         elif type(v) is str and len(v) <= 64:
             v = strings.setdefault(v, v)
         out[k] = v
@@ -187,14 +195,7 @@ def _tree(obj: Any, strings: dict[str, str], trees: dict[int, Any]) -> Any:
     h = hash(repr(obj))
     got = trees.get(h)
     if got is None or got != obj:
-        if type(obj) is dict:
-            got = {(strings.setdefault(k, k) if type(k) is str else k):
-                   (_tree(v, strings, trees) if type(v) is dict or type(v) is list else
-                    strings.setdefault(v, v) if type(v) is str and len(v) <= 64 else v) for k, v in obj.items()}
-        else:
-            got = [_tree(v, strings, trees) if type(v) is dict or type(v) is list else
-                   strings.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in obj]
-        trees[h] = got
+        got = trees[h] = _copy(obj, strings, lambda v: _tree(v, strings, trees))
     return got
 
 
