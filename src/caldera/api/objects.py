@@ -152,7 +152,7 @@ def _str_view(d: dict[str, Any], key: str, where: str) -> dict[str, str]:
         return _NONE
     for k, v in m.items():
         if type(k) is not str or type(v) is not str:
-            return {str(k): "" if v is None else str(v) for k, v in m.items()}
+            return _str_map(d, key, where)
     return m
 
 
@@ -432,13 +432,18 @@ _SHAPES_MAX = 4096
 _IMAGES: dict[tuple[str, ...], tuple[str, ...]] = {}     # pods' image lists, each kept once
 
 
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    """memo[key] = value in one of the shape memos, which start over past _SHAPES_MAX entries (a
+    cluster repeats a few shapes); returns value."""
+    if len(memo) >= _SHAPES_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 def _one_images(images: tuple[str, ...]) -> tuple[str, ...]:
     got = _IMAGES.get(images)
-    if got is None:
-        if len(_IMAGES) >= _SHAPES_MAX:
-            _IMAGES.clear()
-        got = _IMAGES[images] = images
-    return got
+    return _remember(_IMAGES, images, images) if got is None else got
 
 
 # Pods' tolerations by the repr of spec.tolerations (a cluster's pods have a few lists: the two
@@ -452,10 +457,7 @@ def _pod_tolerations(items: list[Any]) -> tuple[Toleration, ...]:
     text = repr(items)
     got = _TOLERATIONS.get(text)
     if got is None:
-        got = parse_tolerations(items, "spec.tolerations")
-        if len(_TOLERATIONS) >= _SHAPES_MAX:
-            _TOLERATIONS.clear()
-        _TOLERATIONS[text] = got
+        got = _remember(_TOLERATIONS, text, parse_tolerations(items, "spec.tolerations"))
     return got
 
 
@@ -604,9 +606,7 @@ class Pod:
             n_errs = len(errs)
             self._read_resources(spec, containers, inits, validate, errs)
             if shape is not None and len(errs) == n_errs:
-                if len(_RESOURCES_BY_SHAPE) >= _SHAPES_MAX:
-                    _RESOURCES_BY_SHAPE.clear()
-                _RESOURCES_BY_SHAPE[shape] = (self.requests, self.nonzero_cpu, self.nonzero_mem)
+                _remember(_RESOURCES_BY_SHAPE, shape, (self.requests, self.nonzero_cpu, self.nonzero_mem))
         self.tolerations = _pod_tolerations(_list(spec, "tolerations", where))
         self.node_selector = _str_view(spec, "nodeSelector", where)
         gate_errs: list[str] = []
