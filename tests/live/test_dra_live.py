@@ -75,13 +75,9 @@ def _drop_claims(api, ns: str) -> None:
         _delete(api, path)
 
 
-def test_claims_allocated_reserved_and_bound(api, tmp_path):
-    t = tag()
-    sched = f"dra-{t}"
-    ns = namespace(api, f"dra-{t}")
-    node = f"dra-{t}-n1"
-    driver = f"gpu-{t}.example.com"
-    cls = f"gpu-{t}"
+def gpu_node(api, node: str, driver: str, cls: str, devices: list[dict]) -> None:
+    """Node `node` with a ResourceSlice `<node>-gpus` of `devices` from `driver`, and a DeviceClass
+    `cls` that selects that driver's devices."""
     create_node(api, node)
     api.request("POST", f"{RES}/deviceclasses", {
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": cls},
@@ -89,8 +85,17 @@ def test_claims_allocated_reserved_and_bound(api, tmp_path):
     api.request("POST", f"{RES}/resourceslices", {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
         "spec": {"driver": driver, "nodeName": node,
-                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(2)]}})
+                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+
+
+def test_claims_allocated_reserved_and_bound(api, tmp_path):
+    t = tag()
+    sched = f"dra-{t}"
+    ns = namespace(api, f"dra-{t}")
+    node = f"dra-{t}-n1"
+    driver = f"gpu-{t}.example.com"
+    cls = f"gpu-{t}"
+    gpu_node(api, node, driver, cls, [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(2)])
     for name, count in (("one", 1), ("two", 2), ("last", 1)):
         api.request("POST", f"{RES}/namespaces/{ns}/resourceclaims", claim(ns, name, cls, count))
     cfg = kube_profile(tmp_path, sched)
@@ -142,14 +147,7 @@ def test_template_claim_waits_for_the_resourceclaim_controller(api, tmp_path):
     node = f"drat-{t}-n1"
     driver = f"gpu-{t}.example.com"
     cls = f"gpu-{t}"
-    create_node(api, node)
-    api.request("POST", f"{RES}/deviceclasses", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": cls},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
-    api.request("POST", f"{RES}/resourceslices", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
-        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": "gpu-0"}]}})
+    gpu_node(api, node, driver, cls, [{"name": "gpu-0"}])
     tmpl = claim(ns, "tmpl", cls, 1)
     api.request("POST", f"{RES}/namespaces/{ns}/resourceclaimtemplates",
                 {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
